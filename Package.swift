@@ -1,0 +1,125 @@
+// swift-tools-version:6.2
+import PackageDescription
+
+let swiftSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("MemberImportVisibility"),
+]
+
+let package = Package(
+    name: "echorelay",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "echorelay", targets: ["echorelay"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "4.0.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
+    ],
+    targets: [
+        // Domain types, validation and signatures: no server or database dependency.
+        .target(
+            name: "EchoRelayCore",
+            dependencies: [
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // The numbered SQL migrations, embedded in the binary so a deployment is one file.
+        .target(
+            name: "EchoRelaySchema",
+            path: "Schema",
+            exclude: ["README.md"],
+            resources: [.embedInCode("postgres")],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "EchoRelayPostgres",
+            dependencies: [
+                "EchoRelayCore",
+                "EchoRelaySchema",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "EchoRelayHTTP",
+            dependencies: [
+                "EchoRelayCore",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // Configuration → stores, services and the HTTP application, as one ServiceGroup.
+        .target(
+            name: "EchoRelayServer",
+            dependencies: [
+                "EchoRelayCore",
+                "EchoRelayPostgres",
+                "EchoRelayHTTP",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "echorelay",
+            dependencies: [
+                "EchoRelayCore",
+                "EchoRelayServer",
+                "EchoRelayPostgres",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "TestSupport",
+            dependencies: [
+                "EchoRelayCore",
+                "EchoRelayPostgres",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Tests/TestSupport",
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "EchoRelayCoreTests",
+            dependencies: ["EchoRelayCore"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "EchoRelayIntegrationTests",
+            dependencies: [
+                "EchoRelayCore",
+                "EchoRelayPostgres",
+                "EchoRelayHTTP",
+                "EchoRelayServer",
+                "TestSupport",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "ServiceLifecycleTestKit", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+    ]
+)

@@ -1,0 +1,19 @@
+/// The SQL migrations in this folder, embedded in the binary at build time.
+public enum SchemaFiles {
+    /// One migration file: its number, its name and its SQL text.
+    public struct File: Sendable {
+        public let version: Int
+        public let name: String
+        public let sql: String
+    }
+
+    /// PostgreSQL migrations, in the order they apply. SwiftPM names each embedded file
+    /// after its file name with the leading digit replaced: `001_initial.sql` is `_01_initial_sql`.
+    public static let postgres: [File] = [
+        File(version: 1, name: "001_initial.sql", sql: text(PackageResources._01_initial_sql)),
+    ]
+
+    private static func text(_ bytes: [UInt8]) -> String {
+        String(decoding: bytes, as: UTF8.self)
+    }
+}

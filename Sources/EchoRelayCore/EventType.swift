@@ -1,0 +1,6 @@
+/// The three kinds of session update a provider can push (DESIGN.md, first table).
+public enum EventType: String, Sendable, CaseIterable, Codable {
+    case tokenRotated = "token.rotated"
+    case phoneChanged = "phone.changed"
+    case accountDeactivated = "account.deactivated"
+}

@@ -1,0 +1,74 @@
+import EchoRelayCore
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+import NIOCore
+
+/// An RFC 9457 problem answer (`application/problem+json`). Field errors are listed under
+/// `errors`, each naming the field and the reason, so a client can fix all of them at once.
+public struct Problem: HTTPResponseError, Sendable {
+    public var status: HTTPResponse.Status
+    /// A short slug; the `type` member is `urn:echorelay:problem:<slug>`.
+    public var slug: String
+    public var title: String
+    public var detail: String?
+    public var errors: [FieldProblem]
+    public var headers: HTTPFields
+
+    public init(
+        _ status: HTTPResponse.Status, slug: String, title: String, detail: String? = nil,
+        errors: [FieldProblem] = [], headers: HTTPFields = [:]
+    ) {
+        self.status = status
+        self.slug = slug
+        self.title = title
+        self.detail = detail
+        self.errors = errors
+        self.headers = headers
+    }
+
+    public func response(from request: Request, context: some RequestContext) throws -> Response {
+        var headers = self.headers
+        headers[.contentType] = "application/problem+json"
+        return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: body())))
+    }
+
+    func body() -> Data {
+        struct Body: Encodable {
+            let type: String
+            let title: String
+            let status: Int
+            let detail: String?
+            let errors: [FieldProblem]?
+        }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let body = Body(
+            type: "urn:echorelay:problem:\(slug)", title: title, status: status.code, detail: detail,
+            errors: errors.isEmpty ? nil : errors
+        )
+        return (try? encoder.encode(body)) ?? Data()
+    }
+}
+
+extension Problem {
+    static func unauthorized(_ detail: String) -> Problem {
+        Problem(.unauthorized, slug: "unauthorized", title: "Unauthorized", detail: detail,
+                headers: [.wwwAuthenticate: "Bearer"])
+    }
+
+    static func notFound(_ detail: String) -> Problem {
+        Problem(.notFound, slug: "not-found", title: "Not found", detail: detail)
+    }
+
+    static let serviceUnavailable = Problem(
+        .serviceUnavailable, slug: "unavailable", title: "Service unavailable",
+        detail: "the database is unavailable; nothing was stored, try again", headers: [.retryAfter: "5"]
+    )
+
+    static let internalError = Problem(
+        .internalServerError, slug: "internal", title: "Internal error",
+        detail: "the request failed on the server; nothing was stored"
+    )
+}

@@ -1,0 +1,140 @@
+import Crypto
+import EchoRelaySchema
+import Foundation
+import Logging
+import PostgresNIO
+
+/// One numbered migration and the SHA-256 checksum that pins its text once applied.
+public struct Migration: Sendable {
+    public let version: Int
+    public let name: String
+    public let sql: String
+
+    public init(version: Int, name: String, sql: String) {
+        self.version = version
+        self.name = name
+        self.sql = sql
+    }
+
+    public var checksum: String {
+        SHA256.hash(data: Data(sql.utf8)).map { String(format: "%02x", $0) }.joined()
+    }
+
+    /// The migrations this build carries, from `Schema/postgres`.
+    public static let postgres: [Migration] = SchemaFiles.postgres.map {
+        Migration(version: $0.version, name: $0.name, sql: $0.sql)
+    }
+}
+
+public enum MigrationError: Error, Equatable, CustomStringConvertible {
+    /// An applied migration's file no longer matches what was applied.
+    case checksumMismatch(version: Int, name: String)
+    /// The database has a migration this build does not know: it was migrated by a newer echorelay.
+    case unknownVersion(Int)
+
+    public var description: String {
+        switch self {
+        case .checksumMismatch(let version, let name):
+            "migration \(version) (\(name)) was changed after it was applied to this database; "
+                + "restore the original file and put the change in a new numbered migration"
+        case .unknownVersion(let version):
+            "the database has migration \(version), which this echorelay does not know; "
+                + "it was migrated by a newer version: run that version, or restore an older database"
+        }
+    }
+}
+
+/// Applies pending migrations, one transaction each, under an advisory lock so several
+/// processes starting together migrate once.
+public struct Migrator: Sendable {
+    /// Any fixed number; it names the lock that serialises migrators on one database.
+    static let advisoryLockKey: Int64 = 0x4563_686F_5265_6C61  // "EchoRela"
+
+    let client: PostgresClient
+    let migrations: [Migration]
+    let logger: Logger
+
+    public init(client: PostgresClient, migrations: [Migration] = Migration.postgres, logger: Logger) {
+        self.client = client
+        self.migrations = migrations.sorted { $0.version < $1.version }
+        self.logger = logger
+    }
+
+    /// Applies what is pending and returns the versions it applied.
+    @discardableResult
+    public func migrate() async throws -> [Int] {
+        try await client.withConnection { connection in
+            try await connection.query("SELECT pg_advisory_lock(\(Self.advisoryLockKey))", logger: logger)
+            do {
+                let applied = try await apply(on: connection)
+                try await connection.query("SELECT pg_advisory_unlock(\(Self.advisoryLockKey))", logger: logger)
+                return applied
+            } catch {
+                _ = try? await connection.query("SELECT pg_advisory_unlock(\(Self.advisoryLockKey))", logger: logger)
+                throw error
+            }
+        }
+    }
+
+    /// The versions not applied yet. Throws if an applied migration was edited or is unknown.
+    public func pending() async throws -> [Int] {
+        try await client.withConnection { connection in
+            let applied = try await appliedChecksums(on: connection, createTable: false)
+            return try check(applied: applied).map(\.version)
+        }
+    }
+
+    private func apply(on connection: PostgresConnection) async throws -> [Int] {
+        let pending = try check(applied: try await appliedChecksums(on: connection, createTable: true))
+        for migration in pending {
+            logger.info("applying migration", metadata: ["migration.version": "\(migration.version)", "migration.name": "\(migration.name)"])
+            try await connection.withTransaction(logger: logger) { connection in
+                for statement in SQLStatements.split(migration.sql) {
+                    try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+                }
+                try await connection.query("""
+                    INSERT INTO schema_migrations (version, name, checksum)
+                    VALUES (\(migration.version), \(migration.name), \(migration.checksum))
+                    """, logger: logger)
+            }
+        }
+        return pending.map(\.version)
+    }
+
+    private func check(applied: [Int: String]) throws(MigrationError) -> [Migration] {
+        let known = Dictionary(uniqueKeysWithValues: migrations.map { ($0.version, $0) })
+        for (version, checksum) in applied.sorted(by: { $0.key < $1.key }) {
+            guard let migration = known[version] else { throw .unknownVersion(version) }
+            guard migration.checksum == checksum else {
+                throw .checksumMismatch(version: version, name: migration.name)
+            }
+        }
+        return migrations.filter { applied[$0.version] == nil }
+    }
+
+    private func appliedChecksums(on connection: PostgresConnection, createTable: Bool) async throws -> [Int: String] {
+        if createTable {
+            try await connection.query("""
+                CREATE TABLE IF NOT EXISTS schema_migrations (
+                    version    integer PRIMARY KEY,
+                    name       text NOT NULL,
+                    checksum   text NOT NULL,
+                    applied_at timestamptz NOT NULL DEFAULT now()
+                )
+                """, logger: logger)
+        } else {
+            let rows = try await connection.query(
+                "SELECT to_regclass('schema_migrations') IS NOT NULL", logger: logger
+            )
+            var exists = false
+            for try await value in rows.decode(Bool.self) { exists = value }
+            if !exists { return [:] }
+        }
+        var applied: [Int: String] = [:]
+        let rows = try await connection.query("SELECT version, checksum FROM schema_migrations", logger: logger)
+        for try await (version, checksum) in rows.decode((Int, String).self) {
+            applied[version] = checksum
+        }
+        return applied
+    }
+}

@@ -1,0 +1,53 @@
+import EchoRelayCore
+import PostgresNIO
+
+extension PSQLError {
+    /// The SQLSTATE of a server error (`23505` is a unique violation), if it is one.
+    var sqlState: String? { serverInfo?[.sqlState] }
+
+    func isUniqueViolation(constraint: String) -> Bool {
+        sqlState == "23505" && serverInfo?[.constraintName] == constraint
+    }
+
+    /// True when the database could not be reached or the connection broke: the request
+    /// may succeed later, so callers answer 503 rather than 500.
+    var isConnectionFailure: Bool {
+        switch code {
+        case .connectionError, .serverClosedConnection, .clientClosedConnection, .uncleanShutdown, .poolClosed:
+            true
+        default:
+            // 57P01 admin shutdown, 57P03 cannot connect now, 08xxx connection exceptions.
+            sqlState.map { $0.hasPrefix("08") || $0 == "57P01" || $0 == "57P03" } ?? false
+        }
+    }
+}
+
+/// A description of a database error that is safe to log. PostgreSQL's DETAIL for some
+/// violations repeats the whole failing row, which may hold echo credentials, so only the
+/// code, SQLSTATE, constraint and message are kept.
+public func safeDescription(of error: any Error) -> String {
+    guard let error = error as? PSQLError else {
+        if let transaction = error as? PostgresTransactionError {
+            return "transaction failed: " + [transaction.beginError, transaction.closureError,
+                                             transaction.commitError, transaction.rollbackError]
+                .compactMap { $0.map(safeDescription(of:)) }.joined(separator: "; ")
+        }
+        return String(describing: type(of: error))
+    }
+    var parts = ["code: \(error.code)"]
+    if let sqlState = error.sqlState { parts.append("sqlState: \(sqlState)") }
+    if let constraint = error.serverInfo?[.constraintName] { parts.append("constraint: \(constraint)") }
+    if let message = error.serverInfo?[.message] { parts.append("message: \(message)") }
+    return "PSQLError(" + parts.joined(separator: ", ") + ")"
+}
+
+extension StoreError {
+    /// Maps a PostgreSQL error to a store error with a description that is safe to log.
+    static func wrap(_ error: any Error) -> any Error {
+        if error is StoreError || error is CancellationError { return error }
+        if let error = error as? PSQLError, error.isConnectionFailure {
+            return StoreError.unavailable(safeDescription(of: error))
+        }
+        return StoreError.unexpected(safeDescription(of: error))
+    }
+}

@@ -1,0 +1,60 @@
+import ArgumentParser
+import EchoRelayCore
+import EchoRelayServer
+import Foundation
+import Logging
+
+/// Reads a setting: the flag if given, else the `ECHORELAY_*` environment variable, else nil.
+/// An empty environment variable counts as unset.
+enum Setting {
+    static func value(_ flag: String?, _ variable: String) -> String? {
+        if let flag { return flag }
+        guard let value = ProcessInfo.processInfo.environment[variable], !value.isEmpty else { return nil }
+        return value
+    }
+
+    static func integer(_ flag: Int?, _ variable: String, default defaultValue: Int) throws -> Int {
+        if let flag { return flag }
+        guard let text = value(nil, variable) else { return defaultValue }
+        guard let number = Int(text) else {
+            throw ConfigurationError(setting: variable, reason: "must be a whole number, got \"\(text)\"")
+        }
+        return number
+    }
+
+    static func list(_ flag: String?, _ variable: String) -> [String] {
+        (value(flag, variable) ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+            .filter { !$0.isEmpty }
+    }
+
+    static func databaseURL(_ flag: String?) throws -> Secret {
+        guard let url = value(flag, "ECHORELAY_DATABASE_URL") else {
+            throw ConfigurationError(
+                setting: "ECHORELAY_DATABASE_URL",
+                reason: "is required: a postgres://user:password@host:5432/database URL"
+            )
+        }
+        return Secret(url)
+    }
+}
+
+/// Logging options shared by every command that talks to a database or serves.
+struct LoggingOptions: ParsableArguments {
+    @Option(help: "Log level: trace, debug, info, notice, warning, error, critical. (env: ECHORELAY_LOG_LEVEL, default: info)")
+    var logLevel: String?
+
+    func bootstrap(label: String) throws -> Logger {
+        let text = Setting.value(logLevel, "ECHORELAY_LOG_LEVEL") ?? "info"
+        guard let level = Logger.Level(rawValue: text.lowercased()) else {
+            throw ConfigurationError(setting: "ECHORELAY_LOG_LEVEL", reason: "must be one of trace, debug, info, notice, warning, error, critical")
+        }
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+        var logger = Logger(label: label)
+        logger.logLevel = level
+        return logger
+    }
+}
