@@ -91,7 +91,9 @@ public struct PostgresEventStore: EventStore {
 
     public func readiness() async -> Readiness {
         do {
-            let pending = try await Migrator(client: client, logger: logger).pending()
+            let migrator = Migrator(client: client, logger: logger)
+            // A database that does not answer within the limit is as good as down.
+            let pending = try await withTimeout(.seconds(3)) { try await migrator.pending() }
             return pending.isEmpty ? .ready : .notReady("migrations pending: \(pending.map(String.init).joined(separator: ", "))")
         } catch let error as MigrationError {
             return .notReady(error.description)

@@ -1,0 +1,46 @@
+import EchoRelayCore
+import EchoRelayServer
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import Logging
+import NIOHTTP1
+import PostgresNIO
+import TestSupport
+import Testing
+
+/// A real `serve` application on an ephemeral loopback port, backed by its own fresh
+/// PostgreSQL database, for one test.
+struct LiveServer: Sendable {
+    static let ingestSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+    static let adminToken = "test-admin-token-0123456789"
+
+    let http: HTTPTestClient
+    let database: TestDatabase
+    let signer = EventSigner(secret: ingestSecret)
+
+    /// POSTs a body to /v1/events, signed with the ingest secret.
+    func ingest(_ body: [UInt8], contentType: String = "application/json") async throws -> TestHTTPResponse {
+        try await http.send(.POST, "/v1/events", headers: try signer.headers(for: body, contentType: contentType), body: body)
+    }
+
+    func rowCounts() async throws -> [String: Int] {
+        try await database.withClient { try await $0.ingestRowCounts() }
+    }
+
+    static func run(
+        migrate: Bool = true, ingestSecrets: [String] = [ingestSecret],
+        _ body: @Sendable (LiveServer) async throws -> Void
+    ) async throws {
+        try await TestDatabase.withFresh { database in
+            let configuration = ServerConfiguration(
+                host: "127.0.0.1", port: 0, databaseURL: Secret(database.url),
+                ingestSecrets: ingestSecrets.map(Secret.init), adminToken: Secret(adminToken), migrateAtStart: migrate
+            )
+            let app = try EchoRelayServer.makeApplication(configuration, logger: TestLogger.quiet)
+            try await app.test(.live) { client in
+                try await body(LiveServer(http: HTTPTestClient(port: try #require(client.port)), database: database))
+            }
+        }
+    }
+}

@@ -1,0 +1,127 @@
+import EchoRelayPostgres
+import EchoRelaySchema
+import Foundation
+import Logging
+import PostgresNIO
+import Testing
+import TestSupport
+
+@testable import EchoRelayPostgres
+
+@Suite struct MigratorTests {
+    @Test func appliesPendingMigrationsOnceAndRecordsTheirChecksums() async throws {
+        try await TestDatabase.withFresh { database in
+            try await database.withClient { client async throws in
+                let migrator = Migrator(client: client, logger: TestLogger.quiet)
+                #expect(try await migrator.pending() == Migration.postgres.map(\.version))
+                #expect(try await migrator.migrate() == Migration.postgres.map(\.version))
+                #expect(try await migrator.migrate() == [])
+                #expect(try await migrator.pending() == [])
+                var recorded: [Int: String] = [:]
+                for try await (version, checksum) in try await client.query("SELECT version, checksum FROM schema_migrations")
+                    .decode((Int, String).self) { recorded[version] = checksum }
+                #expect(recorded == Dictionary(uniqueKeysWithValues: Migration.postgres.map { ($0.version, $0.checksum) }))
+                #expect(try await client.count("events") == 0)
+            }
+        }
+    }
+
+    @Test func refusesADatabaseWhereAnAppliedMigrationWasEdited() async throws {
+        try await TestDatabase.withFresh { database in
+            try await database.withClient { client async throws in
+                try await Migrator(client: client, logger: TestLogger.quiet).migrate()
+                let first = try #require(Migration.postgres.first)
+                let edited = Migration(version: first.version, name: first.name, sql: first.sql + "\n-- edited\n")
+                let next = Migration(version: 99, name: "099_next.sql", sql: "CREATE TABLE should_not_exist (x int);")
+                let migrator = Migrator(client: client, migrations: [edited, next], logger: TestLogger.quiet)
+                await #expect(throws: MigrationError.checksumMismatch(version: first.version, name: first.name)) {
+                    try await migrator.migrate()
+                }
+                #expect(try await tableExists("should_not_exist", client) == false)
+                let error = MigrationError.checksumMismatch(version: 1, name: "001_initial.sql")
+                #expect(error.description.contains("001_initial.sql"))
+                #expect(error.description.contains("new numbered migration"))
+            }
+        }
+    }
+
+    @Test func refusesADatabaseMigratedByANewerVersion() async throws {
+        try await TestDatabase.withFresh { database in
+            try await database.withClient { client async throws in
+                try await Migrator(client: client, logger: TestLogger.quiet).migrate()
+                try await client.query("INSERT INTO schema_migrations (version, name, checksum) VALUES (999, 'future.sql', 'x')")
+                await #expect(throws: MigrationError.unknownVersion(999)) {
+                    try await Migrator(client: client, logger: TestLogger.quiet).migrate()
+                }
+            }
+        }
+    }
+
+    @Test func aFailingMigrationLeavesNothingBehind() async throws {
+        try await TestDatabase.withFresh { database in
+            try await database.withClient { client async throws in
+                let broken = Migration(version: 1, name: "001_broken.sql", sql: """
+                    CREATE TABLE half_done (x int);
+                    INSERT INTO half_done VALUES (1);
+                    SELECT 1 / 0;
+                    """)
+                await #expect(throws: (any Error).self) {
+                    try await Migrator(client: client, migrations: [broken], logger: TestLogger.quiet).migrate()
+                }
+                #expect(try await tableExists("half_done", client) == false)
+                #expect(try await client.count("schema_migrations") == 0)
+            }
+        }
+    }
+
+    @Test func concurrentMigratorsApplyEachMigrationOnce() async throws {
+        try await TestDatabase.withFresh { database in
+            let applied = try await withThrowingTaskGroup(of: [Int].self) { group in
+                for _ in 0..<4 {
+                    group.addTask {
+                        try await database.withClient { try await Migrator(client: $0, logger: TestLogger.quiet).migrate() }
+                    }
+                }
+                return try await group.reduce(into: []) { $0 += $1 }
+            }
+            #expect(applied.sorted() == Migration.postgres.map(\.version))
+        }
+    }
+
+    @Test func theEmbeddedListMatchesTheSchemaFolder() throws {
+        let folder = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            .appendingPathComponent("../../Schema/postgres").standardized
+        let files = try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { $0.hasSuffix(".sql") }.sorted()
+        #expect(SchemaFiles.postgres.map(\.name) == files)
+        for file in SchemaFiles.postgres {
+            #expect(file.version == Int(file.name.prefix(3)))
+            #expect(file.sql == (try String(contentsOf: folder.appendingPathComponent(file.name), encoding: .utf8)))
+        }
+    }
+
+    private func tableExists(_ name: String, _ client: PostgresClient) async throws -> Bool {
+        for try await exists in try await client.query("SELECT to_regclass(\(name)) IS NOT NULL").decode(Bool.self) {
+            return exists
+        }
+        return false
+    }
+}
+
+@Suite struct SQLStatementsTests {
+    @Test func splitsOnSemicolonsOutsideQuotesCommentsAndDollarBodies() {
+        let script = """
+            -- a comment; not a statement
+            CREATE TABLE a (x text DEFAULT ';');
+            /* block; comment */ CREATE TABLE "b;c" (y int);
+            CREATE FUNCTION f() RETURNS int AS $body$ SELECT 1; $body$ LANGUAGE sql;
+            INSERT INTO a VALUES ('it''s; fine');
+            -- trailing comment
+            """
+        let statements = SQLStatements.split(script)
+        #expect(statements.count == 4)
+        #expect(statements[0].hasSuffix("CREATE TABLE a (x text DEFAULT ';')"))
+        #expect(statements[1].contains(#""b;c""#))
+        #expect(statements[2].contains("$body$ SELECT 1; $body$"))
+        #expect(statements[3] == "INSERT INTO a VALUES ('it''s; fine')")
+    }
+}
