@@ -1,0 +1,108 @@
+import Foundation
+import NIOHTTP1
+import Testing
+import TestSupport
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The `echorelay` binary itself, run as a child process the way an operator runs it.
+@Suite struct CommandLineTests {
+    @Test func serveHelpDocumentsEveryOptionAndItsEnvironmentVariable() async throws {
+        let result = try await ChildProcess.run(["serve", "--help"])
+        #expect(result.status == 0)
+        for name in ["--host", "--port", "--database-url", "--ingest-secrets", "--admin-token", "--no-migrate", "--log-level",
+                     "ECHORELAY_HOST", "ECHORELAY_PORT", "ECHORELAY_DATABASE_URL", "ECHORELAY_INGEST_SECRETS",
+                     "ECHORELAY_ADMIN_TOKEN", "ECHORELAY_LOG_LEVEL"] {
+            #expect(result.stdout.contains(name), "serve --help does not mention \(name)")
+        }
+    }
+
+    @Test func migrateAppliesPendingMigrationsThenReportsUpToDate() async throws {
+        try await TestDatabase.withFresh { database in
+            let environment = ["ECHORELAY_DATABASE_URL": database.url, "ECHORELAY_LOG_LEVEL": "error"]
+            let check = try await ChildProcess.run(["migrate", "--check"], environment: environment)
+            #expect(check.status == 1)
+            #expect(check.stdout.contains("pending: 1"))
+            let first = try await ChildProcess.run(["migrate"], environment: environment)
+            #expect(first.status == 0, "\(first.stderr)")
+            #expect(first.stdout.contains("applied: 1"))
+            let second = try await ChildProcess.run(["migrate"], environment: environment)
+            #expect(second.stdout.contains("up to date"))
+            #expect(try await ChildProcess.run(["migrate", "--check"], environment: environment).status == 0)
+        }
+    }
+
+    @Test(arguments: [SIGTERM, SIGINT])
+    func serveAnswersThenStopsGracefullyOnASignal(signal: Int32) async throws {
+        try await TestDatabase.withFresh { database in
+            // The password is ignored by the test server (trust authentication) but must
+            // never be printed, like the ingest secret and the admin token.
+            let url = database.url.replacingOccurrences(of: "echorelay@", with: "echorelay:db-password-31337@")
+            let port = try freeLoopbackPort()
+            let adminToken = "admin-token-that-must-not-be-logged"
+            let server = try ChildProcess(["serve", "--port", String(port)], environment: [
+                "ECHORELAY_DATABASE_URL": url, "ECHORELAY_INGEST_SECRETS": LiveServer.ingestSecret,
+                "ECHORELAY_ADMIN_TOKEN": adminToken, "ECHORELAY_LOG_LEVEL": "trace",
+            ])
+            let http = HTTPTestClient(port: port)
+            try await waitUntilAnswering(http, server)
+            #expect(try await http.get("/readyz").status == 200)
+            let body = eventBody(id: "evt_cli")
+            let signer = EventSigner(secret: LiveServer.ingestSecret)
+            #expect(try await http.send(.POST, "/v1/events", headers: try signer.headers(for: body), body: body).status == 202)
+            #expect(try await http.get("/v1/events/evt_cli", bearer: adminToken).status == 200)
+
+            server.signal(signal)
+            let status = try await server.wait(timeout: .seconds(15))
+            #expect(status == 0)
+            let logs = server.standardError + server.standardOutput
+            #expect(logs.contains("Server started"))
+            for secret in ["db-password-31337", adminToken, LiveServer.ingestSecret, String(LiveServer.ingestSecret.dropFirst(6))] {
+                #expect(!logs.contains(secret), "a secret reached the logs")
+            }
+        }
+    }
+
+    @Test func serveRefusesToStartWithoutAnIngestSecret() async throws {
+        let result = try await ChildProcess.run(["serve", "--port", String(try freeLoopbackPort())], environment: [
+            "ECHORELAY_DATABASE_URL": "postgres://echorelay@127.0.0.1:1/none",
+        ])
+        #expect(result.status != 0)
+        #expect(result.stderr.contains("ECHORELAY_INGEST_SECRETS"))
+    }
+
+    @Test func serveRefusesABadDatabaseURLWithoutRepeatingIt() async throws {
+        let result = try await ChildProcess.run(["serve"], environment: [
+            "ECHORELAY_DATABASE_URL": "mysql://root:hunter2@localhost/db", "ECHORELAY_INGEST_SECRETS": LiveServer.ingestSecret,
+        ])
+        #expect(result.status != 0)
+        #expect(result.stderr.contains("ECHORELAY_DATABASE_URL"))
+        #expect(!result.stderr.contains("hunter2"))
+    }
+
+    @Test func readinessFailsWhileTheDatabaseIsUnreachable() async throws {
+        let port = try freeLoopbackPort()
+        let server = try ChildProcess(["serve", "--port", String(port), "--no-migrate"], environment: [
+            "ECHORELAY_DATABASE_URL": "postgres://echorelay@127.0.0.1:\(try freeLoopbackPort())/none?sslmode=disable",
+            "ECHORELAY_INGEST_SECRETS": LiveServer.ingestSecret, "ECHORELAY_LOG_LEVEL": "critical",
+        ])
+        defer { server.signal(SIGKILL) }
+        let http = HTTPTestClient(port: port)
+        try await waitUntilAnswering(http, server)
+        #expect(try await http.get("/readyz").status == 503)
+    }
+
+    private func waitUntilAnswering(_ http: HTTPTestClient, _ server: ChildProcess) async throws {
+        let deadline = ContinuousClock.now + .seconds(30)
+        while ContinuousClock.now < deadline {
+            guard server.process.isRunning else {
+                throw TestSetupError("serve exited early: \(server.standardError)")
+            }
+            if (try? await http.get("/healthz"))?.status == 200 { return }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        server.signal(SIGKILL)
+        throw TestSetupError("serve did not answer /healthz within 30 s")
+    }
+}

@@ -1,0 +1,84 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The `echorelay` executable built beside the test bundle, run as a real child process.
+public final class ChildProcess: @unchecked Sendable {
+    // @unchecked: `process` and the pipes are set up in init and only read afterwards;
+    // Process itself is thread-safe for terminate/interrupt/wait.
+    public let process = Process()
+    private let stdoutPipe = Pipe()
+    private let stderrPipe = Pipe()
+
+    public static var echorelayBinary: URL {
+        let besideTests = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+            .appendingPathComponent("echorelay")
+        if FileManager.default.isExecutableFile(atPath: besideTests.path) { return besideTests }
+        return URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            .appendingPathComponent("../../.build/debug/echorelay").standardized
+    }
+
+    public init(_ arguments: [String], environment: [String: String] = [:]) throws {
+        process.executableURL = Self.echorelayBinary
+        process.arguments = arguments
+        var env = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("ECHORELAY_") }
+        env.merge(environment) { _, new in new }
+        process.environment = env
+        process.standardOutput = stdoutPipe
+        process.standardError = stderrPipe
+        try process.run()
+    }
+
+    /// Waits for the process to exit, killing it after `timeout`.
+    @discardableResult
+    public func wait(timeout: Duration = .seconds(30)) async throws -> Int32 {
+        let deadline = ContinuousClock.now + timeout
+        while process.isRunning {
+            if ContinuousClock.now > deadline {
+                kill(process.processIdentifier, SIGKILL)
+                throw TestSetupError("echorelay \(process.arguments ?? []) did not exit within \(timeout)")
+            }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        return process.terminationStatus
+    }
+
+    public func signal(_ signal: Int32) {
+        kill(process.processIdentifier, signal)
+    }
+
+    /// Everything the process wrote, once it has exited.
+    public var standardOutput: String { String(decoding: stdoutPipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self) }
+    public var standardError: String { String(decoding: stderrPipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self) }
+
+    /// Runs a command to completion and returns its exit status and output.
+    public static func run(_ arguments: [String], environment: [String: String] = [:]) async throws -> (status: Int32, stdout: String, stderr: String) {
+        let child = try ChildProcess(arguments, environment: environment)
+        // Read while waiting, so a full pipe never blocks the child.
+        async let out = Task.detached { child.standardOutput }.value
+        async let err = Task.detached { child.standardError }.value
+        let status = try await child.wait()
+        return (status, await out, await err)
+    }
+}
+
+/// A TCP port that was free a moment ago on 127.0.0.1.
+public func freeLoopbackPort() throws -> Int {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { throw TestSetupError("socket() failed") }
+    defer { close(fd) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    address.sin_port = 0
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    let bound = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) }
+    }
+    guard bound == 0 else { throw TestSetupError("bind() failed") }
+    _ = withUnsafeMutablePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+    }
+    return Int(UInt16(bigEndian: address.sin_port))
+}
