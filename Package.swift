@@ -51,6 +51,19 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // The verify workers and their outbound HTTP.
+        .target(
+            name: "EchoRelayWorkers",
+            dependencies: [
+                "EchoRelayCore",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         .target(
             name: "EchoRelayHTTP",
             dependencies: [
@@ -69,7 +82,9 @@ let package = Package(
                 "EchoRelayCore",
                 "EchoRelayPostgres",
                 "EchoRelayHTTP",
+                "EchoRelayWorkers",
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -94,9 +109,13 @@ let package = Package(
                 "EchoRelayPostgres",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "InMemoryLogging", package: "swift-log"),
             ],
             path: "Tests/TestSupport",
             swiftSettings: swiftSettings
@@ -110,6 +129,7 @@ let package = Package(
             name: "EchoRelayIntegrationTests",
             dependencies: [
                 "EchoRelayCore",
+                "EchoRelayWorkers",
                 "EchoRelayPostgres",
                 "EchoRelayHTTP",
                 "EchoRelayServer",

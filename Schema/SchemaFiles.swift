@@ -11,6 +11,7 @@ public enum SchemaFiles {
     /// after its file name with the leading digit replaced: `001_initial.sql` is `_01_initial_sql`.
     public static let postgres: [File] = [
         File(version: 1, name: "001_initial.sql", sql: text(PackageResources._01_initial_sql)),
+        File(version: 2, name: "002_verification.sql", sql: text(PackageResources._02_verification_sql)),
     ]
 
     private static func text(_ bytes: [UInt8]) -> String {

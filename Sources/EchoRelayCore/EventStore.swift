@@ -14,6 +14,30 @@ public protocol EventStore: Sendable {
 
     /// Whether the store is reachable and its schema is current.
     func readiness() async -> Readiness
+
+    // MARK: Verification
+
+    /// Leases up to `limit` due verification items to `owner` for `lease`, counting a try
+    /// on each. An item whose lease runs out becomes due again for any worker.
+    func claimVerifications(owner: String, limit: Int, lease: Duration) async throws -> [VerificationTask]
+
+    /// Records the final outcome in one transaction: the event's status and the provider's
+    /// values, the echo credentials erased, the work item deleted, the user's state and the
+    /// confirmed token hash updated. Returns false, changing nothing, if `owner` no longer
+    /// holds the lease (another worker has the item).
+    func finishVerification(_ task: VerificationTask, owner: String, outcome: VerificationOutcome) async throws -> Bool
+
+    /// Makes the item due again after `delay`, keeping its try count. False if the lease was lost.
+    func retryVerification(_ task: VerificationTask, owner: String, after delay: Duration) async throws -> Bool
+
+    /// Gives the item back at once without counting the try (graceful shutdown).
+    func releaseVerification(_ task: VerificationTask, owner: String) async throws
+
+    /// Whether the provider once confirmed the token with this SHA-256 for this user.
+    func isTokenConfirmed(userID: String, tokenHash: [UInt8]) async throws -> Bool
+
+    /// The user's current verified state, or nil before their first verified event.
+    func user(id: String) async throws -> UserState?
 }
 
 public struct IngestReceipt: Sendable, Equatable {
@@ -43,10 +67,16 @@ public struct StoredEvent: Sendable, Equatable {
     public var occurredAt: Date
     public var receivedAt: Date
     public var status: EventStatus
+    public var reason: VerificationReason?
+    public var decidedAt: Date?
+    public var verifiedAt: Date?
+    public var providerUserID: String?
+    public var providerPhoneNumber: String?
 
     public init(
         id: String, type: EventType, userID: String, sequence: Int64, occurredAt: Date, receivedAt: Date,
-        status: EventStatus
+        status: EventStatus, reason: VerificationReason? = nil, decidedAt: Date? = nil, verifiedAt: Date? = nil,
+        providerUserID: String? = nil, providerPhoneNumber: String? = nil
     ) {
         self.id = id
         self.type = type
@@ -55,6 +85,11 @@ public struct StoredEvent: Sendable, Equatable {
         self.occurredAt = occurredAt
         self.receivedAt = receivedAt
         self.status = status
+        self.reason = reason
+        self.decidedAt = decidedAt
+        self.verifiedAt = verifiedAt
+        self.providerUserID = providerUserID
+        self.providerPhoneNumber = providerPhoneNumber
     }
 }
 

@@ -25,30 +25,44 @@ struct EventsController<Context: RequestContext>: Sendable {
     }
 }
 
-/// The JSON shape of a stored event.
+/// The JSON shape of a stored event. Outcome fields are null until there is an outcome.
 struct EventView: Encodable {
-    let id: String
-    let type: String
-    let userID: String
-    let sequence: Int64
-    let occurredAt: String
-    let receivedAt: String
-    let status: String
+    let event: StoredEvent
 
     init(_ event: StoredEvent) {
-        self.id = event.id
-        self.type = event.type.rawValue
-        self.userID = event.userID
-        self.sequence = event.sequence
-        self.occurredAt = RFC3339.format(event.occurredAt)
-        self.receivedAt = RFC3339.format(event.receivedAt)
-        self.status = event.status.rawValue
+        self.event = event
     }
 
     enum CodingKeys: String, CodingKey {
-        case id, type, sequence, status
+        case id, type, sequence, status, reason
         case userID = "user_id"
         case occurredAt = "occurred_at"
         case receivedAt = "received_at"
+        case decidedAt = "decided_at"
+        case verifiedAt = "verified_at"
+        case provider
+    }
+
+    /// What the provider answered: the values subscribers will be sent.
+    struct ProviderValues: Encodable {
+        let user_id: String?
+        let phone_number: String?
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(event.id, forKey: .id)
+        try container.encode(event.type.rawValue, forKey: .type)
+        try container.encode(event.userID, forKey: .userID)
+        try container.encode(event.sequence, forKey: .sequence)
+        try container.encode(RFC3339.format(event.occurredAt), forKey: .occurredAt)
+        try container.encode(RFC3339.format(event.receivedAt), forKey: .receivedAt)
+        try container.encode(event.status.rawValue, forKey: .status)
+        try container.encode(event.reason?.rawValue, forKey: .reason)
+        try container.encode(event.decidedAt.map(RFC3339.format), forKey: .decidedAt)
+        try container.encode(event.verifiedAt.map(RFC3339.format), forKey: .verifiedAt)
+        let provider = event.providerUserID == nil && event.providerPhoneNumber == nil
+            ? nil : ProviderValues(user_id: event.providerUserID, phone_number: event.providerPhoneNumber)
+        try container.encode(provider, forKey: .provider)
     }
 }

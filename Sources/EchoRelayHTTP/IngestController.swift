@@ -11,6 +11,7 @@ struct IngestController<Context: RequestContext>: Sendable {
     let store: any EventStore
     let ingestSecrets: [WebhookSecret]
     let now: @Sendable () -> Date
+    let workCreated: @Sendable () -> Void
 
     func addRoutes(to router: Router<Context>) {
         router.post("/v1/events", use: ingest)
@@ -57,6 +58,7 @@ struct IngestController<Context: RequestContext>: Sendable {
                 detail: "an event with id \"\(event.id)\" was already received with a different body"
             )
         }
+        if !receipt.isDuplicate { workCreated() }
         logger.info(receipt.isDuplicate ? "event received again" : "event accepted",
                     metadata: ["event.sequence": "\(receipt.sequence)", "event.type": "\(event.type.rawValue)"])
         return try JSONResponse.make(

@@ -8,25 +8,32 @@ public struct HTTPDependencies: Sendable {
     public var ingestSecrets: [WebhookSecret]
     public var authorizer: BearerAuthorizer
     public var now: @Sendable () -> Date
+    /// Called after an ingest commits new work, to wake the workers.
+    public var workCreated: @Sendable () -> Void
 
     public init(
         store: any EventStore, ingestSecrets: [WebhookSecret], authorizer: BearerAuthorizer,
-        now: @escaping @Sendable () -> Date = { Date() }
+        now: @escaping @Sendable () -> Date = { Date() }, workCreated: @escaping @Sendable () -> Void = {}
     ) {
         self.store = store
         self.ingestSecrets = ingestSecrets
         self.authorizer = authorizer
         self.now = now
+        self.workCreated = workCreated
     }
 }
 
-/// The whole HTTP API, route by route.
-public func buildRouter(_ dependencies: HTTPDependencies) -> Router<EchoRelayRequestContext> {
+/// The whole HTTP API, route by route. A workers-only process serves only health checks.
+public func buildRouter(servesAPI: Bool = true, _ dependencies: HTTPDependencies) -> Router<EchoRelayRequestContext> {
     let router = Router(context: EchoRelayRequestContext.self)
     router.add(middleware: ProblemMiddleware())
     HealthController(store: dependencies.store).addRoutes(to: router)
-    IngestController(store: dependencies.store, ingestSecrets: dependencies.ingestSecrets, now: dependencies.now)
-        .addRoutes(to: router)
+    guard servesAPI else { return router }
+    IngestController(
+        store: dependencies.store, ingestSecrets: dependencies.ingestSecrets, now: dependencies.now,
+        workCreated: dependencies.workCreated
+    ).addRoutes(to: router)
     EventsController(store: dependencies.store, authorizer: dependencies.authorizer).addRoutes(to: router)
+    UsersController(store: dependencies.store, authorizer: dependencies.authorizer).addRoutes(to: router)
     return router
 }

@@ -70,17 +70,21 @@ public struct PostgresEventStore: EventStore {
     public func event(id: String) async throws -> StoredEvent? {
         do {
             let rows = try await client.query("""
-                SELECT id, type, user_id, sequence, occurred_at, received_at, status
+                SELECT id, type, user_id, sequence, occurred_at, received_at, status, status_reason,
+                       decided_at, verified_at, provider_user_id, provider_phone_number
                 FROM events WHERE id = \(id)
                 """, logger: logger)
-            for try await (id, type, userID, sequence, occurredAt, receivedAt, status)
-                in rows.decode((String, String, String, Int64, Date, Date, String).self) {
+            for try await (id, type, userID, sequence, occurredAt, receivedAt, status, reason, decidedAt, verifiedAt,
+                           providerUserID, providerPhone)
+                in rows.decode((String, String, String, Int64, Date, Date, String, String?, Date?, Date?, String?, String?).self) {
                 guard let type = EventType(rawValue: type), let status = EventStatus(rawValue: status) else {
                     throw StoreError.unexpected("event \(id) has an unknown type or status")
                 }
                 return StoredEvent(
                     id: id, type: type, userID: userID, sequence: sequence, occurredAt: occurredAt,
-                    receivedAt: receivedAt, status: status
+                    receivedAt: receivedAt, status: status, reason: reason.flatMap(VerificationReason.init(rawValue:)),
+                    decidedAt: decidedAt, verifiedAt: verifiedAt, providerUserID: providerUserID,
+                    providerPhoneNumber: providerPhone
                 )
             }
             return nil

@@ -1,6 +1,8 @@
 import EchoRelayCore
 import EchoRelayHTTP
 import EchoRelayPostgres
+import EchoRelayWorkers
+import Foundation
 import Hummingbird
 import Logging
 import PostgresNIO
@@ -34,19 +36,45 @@ public enum EchoRelayServer {
         } catch {
             throw ConfigurationError(setting: "ECHORELAY_DATABASE_URL", reason: error.reason)
         }
+        try configuration.echo.validate()
+        if configuration.echo.allowHTTP {
+            logger.warning("ECHORELAY_ECHO_ALLOW_HTTP is on: OAuth Echo may use plain http; for local testing only")
+        }
         if configuration.adminToken == nil {
             logger.warning("ECHORELAY_ADMIN_TOKEN is not set: the admin API refuses every request")
         }
 
+        let processID = "\(ProcessInfo.processInfo.hostName):\(ProcessInfo.processInfo.processIdentifier):\(UUID().uuidString.prefix(8))"
         let client = PostgresClient(configuration: databaseConfiguration, backgroundLogger: logger)
         let store = PostgresEventStore(client: client, logger: logger)
-        let router = buildRouter(HTTPDependencies(
-            store: store, ingestSecrets: secrets, authorizer: BearerAuthorizer(adminToken: configuration.adminToken)
+        let wake = WakeSignal()
+        let schemaReady = Gate(open: !configuration.migrateAtStart)
+        let notifications = PostgresWorkNotifications(client: client, localWake: wake, processID: processID, logger: logger)
+        var workerConfiguration = VerifyWorkerConfiguration()
+        workerConfiguration.lease = configuration.echo.lease
+        workerConfiguration.retrySchedule = configuration.echo.retrySchedule
+        workerConfiguration.concurrency = configuration.echo.concurrency
+        workerConfiguration.pollInterval = configuration.echo.pollInterval
+        let verifyWorker = VerifyWorker(
+            store: store,
+            policy: EchoPolicy(allowedHosts: configuration.echo.allowedHosts, allowHTTP: configuration.echo.allowHTTP,
+                               consumerKey: configuration.echo.consumerKey),
+            echoTimeout: configuration.echo.timeout, wake: wake, configuration: workerConfiguration,
+            owner: processID, ready: schemaReady, logger: logger
+        )
+        let router = buildRouter(servesAPI: configuration.role.servesAPI, HTTPDependencies(
+            store: store, ingestSecrets: secrets, authorizer: BearerAuthorizer(adminToken: configuration.adminToken),
+            workCreated: {
+                wake.wake()  // workers in this process, at once
+                notifications.announce()  // workers elsewhere, after the commit, debounced
+            }
         ))
         var app = Application(
             router: router,
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "EchoRelay"),
-            services: [client],
+            // Started in this order and stopped in reverse: the server stops taking requests
+            // first, then the worker finishes what it holds, then the database client closes.
+            services: configuration.role.runsWorkers ? [client, notifications, verifyWorker] : [client, notifications],
             onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? 0) },
             logger: logger
         )
@@ -54,6 +82,7 @@ public enum EchoRelayServer {
             app.beforeServerStarts {
                 let applied = try await Migrator(client: client, logger: logger).migrate()
                 logger.info("database schema is current", metadata: ["migrations.applied": "\(applied)"])
+                schemaReady.open()
             }
         }
         return app

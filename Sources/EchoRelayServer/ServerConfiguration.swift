@@ -11,18 +11,83 @@ public struct ServerConfiguration: Sendable {
     public var ingestSecrets: [Secret]
     public var adminToken: Secret?
     public var migrateAtStart: Bool
+    public var role: ServerRole
+    public var echo: EchoConfiguration
 
     public init(
         host: String = "127.0.0.1", port: Int = 8080, databaseURL: Secret, ingestSecrets: [Secret],
-        adminToken: Secret?, migrateAtStart: Bool = true
+        adminToken: Secret?, migrateAtStart: Bool = true, role: ServerRole = .all, echo: EchoConfiguration
     ) {
+        self.role = role
         self.host = host
         self.port = port
         self.databaseURL = databaseURL
         self.ingestSecrets = ingestSecrets
         self.adminToken = adminToken
         self.migrateAtStart = migrateAtStart
+        self.echo = echo
     }
+}
+
+/// What one `serve` process does: the HTTP API, the workers, or both. Any number of each
+/// may share one database.
+public enum ServerRole: String, Sendable, CaseIterable {
+    case all, ingest, workers
+
+    var servesAPI: Bool { self != .workers }
+    var runsWorkers: Bool { self != .ingest }
+}
+
+/// How events are re-verified with OAuth Echo.
+public struct EchoConfiguration: Sendable {
+    /// The app's own OAuth consumer key: every echo header must carry it.
+    public var consumerKey: String
+    /// `host` (the scheme's default port) or `host:port` entries.
+    public var allowedHosts: [String]
+    /// Allows plain-http providers; for local testing only.
+    public var allowHTTP: Bool
+    public var timeout: Duration
+    public var retrySchedule: [Duration]
+    public var lease: Duration
+    public var concurrency: Int
+    public var pollInterval: Duration
+
+    public init(
+        consumerKey: String, allowedHosts: [String], allowHTTP: Bool = false, timeout: Duration = .seconds(5),
+        retrySchedule: [Duration] = VerifyDefaults.retrySchedule, lease: Duration = .seconds(60), concurrency: Int = 32,
+        pollInterval: Duration = .seconds(1)
+    ) {
+        self.consumerKey = consumerKey
+        self.allowedHosts = allowedHosts
+        self.allowHTTP = allowHTTP
+        self.timeout = timeout
+        self.retrySchedule = retrySchedule
+        self.lease = lease
+        self.concurrency = concurrency
+        self.pollInterval = pollInterval
+    }
+
+    /// Refuses settings that cannot work, naming the variable to fix.
+    func validate() throws {
+        guard !consumerKey.isEmpty else {
+            throw ConfigurationError(setting: "ECHORELAY_CONSUMER_KEY", reason: "is required: the app's OAuth consumer key, which every echo header must carry")
+        }
+        guard !allowedHosts.isEmpty else {
+            throw ConfigurationError(setting: "ECHORELAY_ECHO_ALLOWED_HOSTS", reason: "is required: the provider hosts EchoRelay may send OAuth Echo requests to (host or host:port, comma-separated)")
+        }
+        for entry in allowedHosts where entry.isEmpty || entry.contains("/") || entry.contains("@") || entry.contains("://") {
+            throw ConfigurationError(setting: "ECHORELAY_ECHO_ALLOWED_HOSTS", reason: "entry \"\(entry)\" must be a bare host or host:port")
+        }
+        guard timeout > .zero else { throw ConfigurationError(setting: "ECHORELAY_ECHO_TIMEOUT", reason: "must be positive") }
+        guard lease > timeout else {
+            throw ConfigurationError(setting: "ECHORELAY_LEASE", reason: "must be longer than ECHORELAY_ECHO_TIMEOUT, so a live worker always finishes before its item is handed to another")
+        }
+        guard concurrency > 0 else { throw ConfigurationError(setting: "ECHORELAY_VERIFY_CONCURRENCY", reason: "must be at least 1") }
+    }
+}
+
+public enum VerifyDefaults {
+    public static let retrySchedule: [Duration] = [.seconds(1), .seconds(5), .seconds(15), .seconds(30), .seconds(60), .seconds(120)]
 }
 
 /// A configuration value that cannot be used, named by its environment variable.

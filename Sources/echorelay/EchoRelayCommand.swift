@@ -1,4 +1,5 @@
 import ArgumentParser
+import EchoRelayCore
 
 @main
 struct EchoRelayCommand: AsyncParsableCommand {
@@ -10,11 +11,8 @@ struct EchoRelayCommand: AsyncParsableCommand {
             a flag wins over the environment. Prefer the environment for secrets: flags are visible to \
             other users of the machine.
             """,
-        version: EchoRelayVersion.current,
-        subcommands: [ServeCommand.self, MigrateCommand.self, SecretCommand.self]
+        version: EchoRelayInfo.version,
+        subcommands: [ServeCommand.self, MigrateCommand.self, SecretCommand.self, EchoSignCommand.self]
     )
 }
 
-enum EchoRelayVersion {
-    static let current = "0.1.0"
-}

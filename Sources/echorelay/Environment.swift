@@ -22,6 +22,30 @@ enum Setting {
         return number
     }
 
+    static func duration(_ flag: String?, _ variable: String, default defaultValue: Duration) throws -> Duration {
+        guard let text = value(flag, variable) else { return defaultValue }
+        guard let duration = DurationText.parse(text) else {
+            throw ConfigurationError(setting: variable, reason: "must be a duration such as 500ms, 5s, 2m or 1h, got \"\(text)\"")
+        }
+        return duration
+    }
+
+    static func durations(_ flag: String?, _ variable: String, default defaultValue: [Duration]) throws -> [Duration] {
+        guard let text = value(flag, variable) else { return defaultValue }
+        guard let durations = DurationText.parseList(text) else {
+            throw ConfigurationError(setting: variable, reason: "must be comma-separated durations such as 1s,5s,15s, got \"\(text)\"")
+        }
+        return durations
+    }
+
+    static func role(_ flag: String?) throws -> ServerRole {
+        let text = value(flag, "ECHORELAY_ROLE") ?? "all"
+        guard let role = ServerRole(rawValue: text) else {
+            throw ConfigurationError(setting: "ECHORELAY_ROLE", reason: "must be all, ingest or workers, got \"\(text)\"")
+        }
+        return role
+    }
+
     static func list(_ flag: String?, _ variable: String) -> [String] {
         (value(flag, variable) ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
             .filter { !$0.isEmpty }

@@ -26,6 +26,30 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "Bearer token with the admin role. (env: ECHORELAY_ADMIN_TOKEN)")
     var adminToken: String?
 
+    @Option(help: "What this process runs: all (the API and the workers), ingest (the API only) or workers (the workers, and health checks). (env: ECHORELAY_ROLE, default: all)")
+    var role: String?
+
+    @Option(help: "The app's OAuth consumer key; every echo header must carry it. (env: ECHORELAY_CONSUMER_KEY, required)")
+    var consumerKey: String?
+
+    @Option(help: "Comma-separated hosts EchoRelay may send OAuth Echo requests to: `host` (the scheme's default port) or `host:port`. (env: ECHORELAY_ECHO_ALLOWED_HOSTS, required)")
+    var echoAllowedHosts: String?
+
+    @Flag(help: "Allow plain-http OAuth Echo providers; for local testing only. (env: ECHORELAY_ECHO_ALLOW_HTTP=1)")
+    var echoAllowHTTP = false
+
+    @Option(help: "Time limit of one OAuth Echo request, such as 5s or 500ms. (env: ECHORELAY_ECHO_TIMEOUT, default: 5s)")
+    var echoTimeout: String?
+
+    @Option(help: "Comma-separated delays between echo tries; N delays mean N retries. Keep the sum inside the provider's 5-minute timestamp window. (env: ECHORELAY_ECHO_RETRY_SCHEDULE, default: 1s,5s,15s,30s,60s,120s)")
+    var echoRetrySchedule: String?
+
+    @Option(help: "How long a worker holds a claimed item before another process may take it; longer than the echo timeout. (env: ECHORELAY_LEASE, default: 60s)")
+    var lease: String?
+
+    @Option(help: "OAuth Echo requests in flight at once per process. (env: ECHORELAY_VERIFY_CONCURRENCY, default: 32)")
+    var verifyConcurrency: Int?
+
     @Flag(help: "Do not apply pending database migrations at start-up (run `echorelay migrate` yourself). (env: ECHORELAY_NO_MIGRATE=1)")
     var noMigrate = false
 
@@ -39,7 +63,17 @@ struct ServeCommand: AsyncParsableCommand {
             databaseURL: try Setting.databaseURL(databaseURL),
             ingestSecrets: Setting.list(ingestSecrets, "ECHORELAY_INGEST_SECRETS").map(Secret.init),
             adminToken: Setting.value(adminToken, "ECHORELAY_ADMIN_TOKEN").map(Secret.init),
-            migrateAtStart: !(noMigrate || Setting.value(nil, "ECHORELAY_NO_MIGRATE") == "1")
+            migrateAtStart: !(noMigrate || Setting.value(nil, "ECHORELAY_NO_MIGRATE") == "1"),
+            role: try Setting.role(role),
+            echo: EchoConfiguration(
+                consumerKey: Setting.value(consumerKey, "ECHORELAY_CONSUMER_KEY") ?? "",
+                allowedHosts: Setting.list(echoAllowedHosts, "ECHORELAY_ECHO_ALLOWED_HOSTS"),
+                allowHTTP: echoAllowHTTP || Setting.value(nil, "ECHORELAY_ECHO_ALLOW_HTTP") == "1",
+                timeout: try Setting.duration(echoTimeout, "ECHORELAY_ECHO_TIMEOUT", default: .seconds(5)),
+                retrySchedule: try Setting.durations(echoRetrySchedule, "ECHORELAY_ECHO_RETRY_SCHEDULE", default: VerifyDefaults.retrySchedule),
+                lease: try Setting.duration(lease, "ECHORELAY_LEASE", default: .seconds(60)),
+                concurrency: try Setting.integer(verifyConcurrency, "ECHORELAY_VERIFY_CONCURRENCY", default: 32)
+            )
         )
         let app = try EchoRelayServer.makeApplication(configuration, logger: logger)
         try await app.runService()  // SIGTERM and SIGINT shut down gracefully

@@ -12,8 +12,12 @@ import Glibc
         let result = try await ChildProcess.run(["serve", "--help"])
         #expect(result.status == 0)
         for name in ["--host", "--port", "--database-url", "--ingest-secrets", "--admin-token", "--no-migrate", "--log-level",
+                     "--role", "--consumer-key", "--echo-allowed-hosts", "--echo-allow-http", "--echo-timeout",
+                     "--echo-retry-schedule", "--lease", "--verify-concurrency",
                      "ECHORELAY_HOST", "ECHORELAY_PORT", "ECHORELAY_DATABASE_URL", "ECHORELAY_INGEST_SECRETS",
-                     "ECHORELAY_ADMIN_TOKEN", "ECHORELAY_LOG_LEVEL"] {
+                     "ECHORELAY_ADMIN_TOKEN", "ECHORELAY_LOG_LEVEL", "ECHORELAY_ROLE", "ECHORELAY_CONSUMER_KEY",
+                     "ECHORELAY_ECHO_ALLOWED_HOSTS", "ECHORELAY_ECHO_ALLOW_HTTP", "ECHORELAY_ECHO_TIMEOUT",
+                     "ECHORELAY_ECHO_RETRY_SCHEDULE", "ECHORELAY_LEASE", "ECHORELAY_VERIFY_CONCURRENCY"] {
             #expect(result.stdout.contains(name), "serve --help does not mention \(name)")
         }
     }
@@ -44,9 +48,9 @@ import Glibc
             let server = try ChildProcess(["serve", "--port", String(port)], environment: [
                 "ECHORELAY_DATABASE_URL": url, "ECHORELAY_INGEST_SECRETS": LiveServer.ingestSecret,
                 "ECHORELAY_ADMIN_TOKEN": adminToken, "ECHORELAY_LOG_LEVEL": "trace",
-            ])
+            ].merging(Self.echoEnvironment) { $1 })
             let http = HTTPTestClient(port: port)
-            try await waitUntilAnswering(http, server)
+            try await server.waitUntilAnswering(http)
             #expect(try await http.get("/readyz").status == 200)
             let body = eventBody(id: "evt_cli")
             let signer = EventSigner(secret: LiveServer.ingestSecret)
@@ -86,23 +90,14 @@ import Glibc
         let server = try ChildProcess(["serve", "--port", String(port), "--no-migrate"], environment: [
             "ECHORELAY_DATABASE_URL": "postgres://echorelay@127.0.0.1:\(try freeLoopbackPort())/none?sslmode=disable",
             "ECHORELAY_INGEST_SECRETS": LiveServer.ingestSecret, "ECHORELAY_LOG_LEVEL": "critical",
-        ])
+        ].merging(Self.echoEnvironment) { $1 })
         defer { server.signal(SIGKILL) }
         let http = HTTPTestClient(port: port)
-        try await waitUntilAnswering(http, server)
+        try await server.waitUntilAnswering(http)
         #expect(try await http.get("/readyz").status == 503)
     }
 
-    private func waitUntilAnswering(_ http: HTTPTestClient, _ server: ChildProcess) async throws {
-        let deadline = ContinuousClock.now + .seconds(30)
-        while ContinuousClock.now < deadline {
-            guard server.process.isRunning else {
-                throw TestSetupError("serve exited early: \(server.standardError)")
-            }
-            if (try? await http.get("/healthz"))?.status == 200 { return }
-            try await Task.sleep(for: .milliseconds(100))
-        }
-        server.signal(SIGKILL)
-        throw TestSetupError("serve did not answer /healthz within 30 s")
-    }
+    /// Echo settings that allow no real host, so nothing leaves the machine.
+    static let echoEnvironment = ["ECHORELAY_CONSUMER_KEY": "test-consumer-key", "ECHORELAY_ECHO_ALLOWED_HOSTS": "127.0.0.1:1"]
+
 }

@@ -28,16 +28,23 @@ struct LiveServer: Sendable {
         try await database.withClient { try await $0.ingestRowCounts() }
     }
 
+    /// An echo configuration that allows no real host: events are rejected before any
+    /// request leaves the machine.
+    static let noEcho = EchoConfiguration(consumerKey: "test-consumer-key", allowedHosts: ["127.0.0.1:1"])
+
+    /// Runs a server for one test. `role: .ingest` keeps events pending (no workers).
     static func run(
-        migrate: Bool = true, ingestSecrets: [String] = [ingestSecret],
+        migrate: Bool = true, ingestSecrets: [String] = [ingestSecret], role: ServerRole = .ingest,
+        echo: EchoConfiguration = noEcho, logger: Logger = TestLogger.quiet,
         _ body: @Sendable (LiveServer) async throws -> Void
     ) async throws {
         try await TestDatabase.withFresh { database in
             let configuration = ServerConfiguration(
                 host: "127.0.0.1", port: 0, databaseURL: Secret(database.url),
-                ingestSecrets: ingestSecrets.map(Secret.init), adminToken: Secret(adminToken), migrateAtStart: migrate
+                ingestSecrets: ingestSecrets.map(Secret.init), adminToken: Secret(adminToken), migrateAtStart: migrate,
+                role: role, echo: echo
             )
-            let app = try EchoRelayServer.makeApplication(configuration, logger: TestLogger.quiet)
+            let app = try EchoRelayServer.makeApplication(configuration, logger: logger)
             try await app.test(.live) { client in
                 try await body(LiveServer(http: HTTPTestClient(port: try #require(client.port)), database: database))
             }

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -6,10 +7,11 @@ import Glibc
 /// The `echorelay` executable built beside the test bundle, run as a real child process.
 public final class ChildProcess: @unchecked Sendable {
     // @unchecked: `process` and the pipes are set up in init and only read afterwards;
-    // Process itself is thread-safe for terminate/interrupt/wait.
+    // Process is safe to query from any thread, and the captured output sits behind a Mutex.
     public let process = Process()
     private let stdoutPipe = Pipe()
     private let stderrPipe = Pipe()
+    private let captured = CapturedOutput()
 
     public static var echorelayBinary: URL {
         let besideTests = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
@@ -27,6 +29,15 @@ public final class ChildProcess: @unchecked Sendable {
         process.environment = env
         process.standardOutput = stdoutPipe
         process.standardError = stderrPipe
+        // Drain both pipes as output arrives: a child that fills a pipe nobody reads blocks.
+        stdoutPipe.fileHandleForReading.readabilityHandler = { [captured] handle in
+            let data = handle.availableData
+            captured.output.withLock { $0.stdout.append(data) }
+        }
+        stderrPipe.fileHandleForReading.readabilityHandler = { [captured] handle in
+            let data = handle.availableData
+            captured.output.withLock { $0.stderr.append(data) }
+        }
         try process.run()
     }
 
@@ -41,6 +52,8 @@ public final class ChildProcess: @unchecked Sendable {
             }
             try await Task.sleep(for: .milliseconds(50))
         }
+        // Let the readability handlers take the last bytes before the pipes are read.
+        try await Task.sleep(for: .milliseconds(100))
         return process.terminationStatus
     }
 
@@ -48,18 +61,27 @@ public final class ChildProcess: @unchecked Sendable {
         kill(process.processIdentifier, signal)
     }
 
-    /// Everything the process wrote, once it has exited.
-    public var standardOutput: String { String(decoding: stdoutPipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self) }
-    public var standardError: String { String(decoding: stderrPipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self) }
+    /// Waits until a `serve` child answers `/healthz`, failing early if it exits.
+    public func waitUntilAnswering(_ http: HTTPTestClient, within limit: Duration = .seconds(30)) async throws {
+        let deadline = ContinuousClock.now + limit
+        while ContinuousClock.now < deadline {
+            guard process.isRunning else { throw TestSetupError("serve exited early: \(standardError)") }
+            if (try? await http.get("/healthz"))?.status == 200 { return }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        signal(SIGKILL)
+        throw TestSetupError("serve did not answer /healthz within \(limit)")
+    }
+
+    /// Everything the process has written so far (all of it, once it has exited).
+    public var standardOutput: String { String(decoding: captured.output.withLock { $0.stdout }, as: UTF8.self) }
+    public var standardError: String { String(decoding: captured.output.withLock { $0.stderr }, as: UTF8.self) }
 
     /// Runs a command to completion and returns its exit status and output.
     public static func run(_ arguments: [String], environment: [String: String] = [:]) async throws -> (status: Int32, stdout: String, stderr: String) {
         let child = try ChildProcess(arguments, environment: environment)
-        // Read while waiting, so a full pipe never blocks the child.
-        async let out = Task.detached { child.standardOutput }.value
-        async let err = Task.detached { child.standardError }.value
         let status = try await child.wait()
-        return (status, await out, await err)
+        return (status, child.standardOutput, child.standardError)
     }
 }
 
@@ -81,4 +103,9 @@ public func freeLoopbackPort() throws -> Int {
         $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
     }
     return Int(UInt16(bigEndian: address.sin_port))
+}
+
+/// What a child process wrote, appended from the pipes' handlers.
+final class CapturedOutput: Sendable {
+    let output = Mutex((stdout: Data(), stderr: Data()))
 }

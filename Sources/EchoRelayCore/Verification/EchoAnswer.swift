@@ -1,0 +1,91 @@
+import Foundation
+
+/// What came back from the provider for one OAuth Echo request.
+public enum EchoAnswer: Sendable, Equatable {
+    case response(status: Int, body: [UInt8])
+    /// No answer: timeout, refused connection, TLS failure… (always worth a retry).
+    case noAnswer(String)
+}
+
+/// What the verify worker does next with an event.
+public enum VerificationDecision: Sendable, Equatable {
+    case final(VerificationOutcome)
+    /// Try again later (5xx, 429, timeout, connection error).
+    case retry
+}
+
+/// The outcome table of DESIGN.md, as one pure function.
+public enum EchoOutcomeRules {
+    public static func decide(
+        task: VerificationTask, target: EchoTarget, answer: EchoAnswer, tokenKnownForUser: Bool
+    ) -> VerificationDecision {
+        guard case .response(let status, let body) = answer else { return .retry }
+        if status >= 500 || status == 429 { return .retry }
+
+        let errorCodes = Self.errorCodes(in: body)
+        // 135: the signed timestamp is outside the provider's window; fresh headers are needed.
+        if errorCodes.contains(135) { return .final(.unverifiable(.timestampOutOfWindow)) }
+
+        switch status {
+        case 200:
+            guard let account = Self.account(in: body) else { return .final(.rejected(.unreadableResponse)) }
+            guard account.id == task.userID else {
+                return .final(.init(status: .rejected, reason: .userMismatch, providerUserID: account.id,
+                                    providerPhoneNumber: account.phone))
+            }
+            // The provider confirmed this token belongs to this user.
+            func outcome(_ status: EventStatus, _ reason: VerificationReason) -> VerificationDecision {
+                .final(.init(status: status, reason: reason, providerUserID: account.id,
+                             providerPhoneNumber: account.phone, confirmedTokenHash: target.tokenHash))
+            }
+            switch task.type {
+            case .tokenRotated:
+                return outcome(.verified, .providerConfirmed)
+            case .phoneChanged:
+                return account.phone != nil && account.phone == task.pushedPhoneNumber
+                    ? outcome(.verified, .providerConfirmed) : outcome(.rejected, .phoneMismatch)
+            case .accountDeactivated:
+                // The account is alive: a forged deactivation must never log a user out.
+                return outcome(.rejected, .accountActive)
+            }
+        case 401 where errorCodes.contains(89):
+            guard task.type == .accountDeactivated else { return .final(.rejected(.tokenInvalid)) }
+            return tokenKnownForUser
+                ? .final(.init(status: .verified, reason: .knownTokenExpired, providerUserID: task.userID))
+                : .final(.rejected(.unknownToken))
+        case 401:
+            return .final(.rejected(errorCodes.contains(32) ? .badSignature : .notAuthenticated))
+        case 403:
+            return .final(.rejected(.forbidden))
+        case 300..<400:
+            return .final(.rejected(.redirected))
+        default:
+            return .final(.rejected(.providerRefused))
+        }
+    }
+
+    /// `{"errors":[{"code":N,…}]}` → [N].
+    static func errorCodes(in body: [UInt8]) -> [Int] {
+        guard case .object(let object)? = try? JSONValue.parse(body), case .array(let errors)? = object["errors"] else { return [] }
+        return errors.compactMap { error in
+            guard case .object(let fields) = error else { return nil }
+            switch fields["code"] {
+            case .integer(let code)?: return Int(code)
+            case .string(let code)?: return Int(code)
+            default: return nil
+            }
+        }
+    }
+
+    /// The account of a Digits `account.json` or Twitter `verify_credentials` answer.
+    static func account(in body: [UInt8]) -> (id: String, phone: String?)? {
+        guard case .object(let object)? = try? JSONValue.parse(body) else { return nil }
+        let id: String
+        switch (object["id_str"], object["id"]) {
+        case (.string(let text)?, _) where !text.isEmpty: id = text
+        case (_, .integer(let number)?): id = String(number)
+        default: return nil
+        }
+        return (id, object["phone_number"]?.stringValue)
+    }
+}

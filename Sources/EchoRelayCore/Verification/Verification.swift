@@ -1,0 +1,107 @@
+import Foundation
+
+/// A claimed verification: one pending event and the lease on its work item.
+public struct VerificationTask: Sendable, Equatable {
+    public var workItemID: Int64
+    public var eventID: String
+    public var type: EventType
+    public var userID: String
+    public var sequence: Int64
+    public var occurredAt: Date
+    public var pushedPhoneNumber: String?
+    /// Nil only if the credentials were erased, which happens with the final outcome.
+    public var echo: EchoCredentials?
+    /// Tries so far, this one included.
+    public var attempts: Int
+
+    public init(
+        workItemID: Int64, eventID: String, type: EventType, userID: String, sequence: Int64, occurredAt: Date,
+        pushedPhoneNumber: String?, echo: EchoCredentials?, attempts: Int
+    ) {
+        self.workItemID = workItemID
+        self.eventID = eventID
+        self.type = type
+        self.userID = userID
+        self.sequence = sequence
+        self.occurredAt = occurredAt
+        self.pushedPhoneNumber = pushedPhoneNumber
+        self.echo = echo
+        self.attempts = attempts
+    }
+}
+
+/// Why an event ended as it did. The raw values are the `reason` codes the API shows.
+public enum VerificationReason: String, Sendable, Codable, CaseIterable, Error {
+    // verified
+    case providerConfirmed = "provider_confirmed"
+    case knownTokenExpired = "known_token_expired"
+    // rejected before any request was sent
+    case invalidURL = "invalid_url"
+    case schemeNotAllowed = "scheme_not_allowed"
+    case hostNotAllowed = "host_not_allowed"
+    case invalidAuthorization = "invalid_authorization"
+    case consumerKeyMismatch = "consumer_key_mismatch"
+    case unsupportedSignatureMethod = "unsupported_signature_method"
+    // rejected on the provider's answer
+    case userMismatch = "user_mismatch"
+    case phoneMismatch = "phone_mismatch"
+    case accountActive = "account_active"
+    case tokenInvalid = "token_invalid"
+    case unknownToken = "unknown_token"
+    case badSignature = "bad_signature"
+    case notAuthenticated = "not_authenticated"
+    case forbidden = "forbidden"
+    case redirected = "redirected"
+    case providerRefused = "provider_refused"
+    case unreadableResponse = "unreadable_response"
+    // unverifiable
+    case timestampOutOfWindow = "timestamp_out_of_window"
+    case providerUnavailable = "provider_unavailable"
+    case echoMissing = "echo_missing"
+}
+
+/// The final result of verifying one event.
+public struct VerificationOutcome: Sendable, Equatable {
+    public var status: EventStatus
+    public var reason: VerificationReason
+    /// What the provider answered, when it answered with an account.
+    public var providerUserID: String?
+    public var providerPhoneNumber: String?
+    /// SHA-256 of the echo token, when the provider confirmed it belongs to the event's user.
+    public var confirmedTokenHash: [UInt8]?
+
+    public init(
+        status: EventStatus, reason: VerificationReason, providerUserID: String? = nil,
+        providerPhoneNumber: String? = nil, confirmedTokenHash: [UInt8]? = nil
+    ) {
+        self.status = status
+        self.reason = reason
+        self.providerUserID = providerUserID
+        self.providerPhoneNumber = providerPhoneNumber
+        self.confirmedTokenHash = confirmedTokenHash
+    }
+
+    public static func rejected(_ reason: VerificationReason) -> Self { .init(status: .rejected, reason: reason) }
+    public static func unverifiable(_ reason: VerificationReason) -> Self { .init(status: .unverifiable, reason: reason) }
+}
+
+/// A user's current verified state (DESIGN.md, Users).
+public struct UserState: Sendable, Equatable {
+    public enum State: String, Sendable, Codable { case active, deactivated }
+
+    public var userID: String
+    public var state: State
+    public var phoneNumber: String?
+    public var lastSequence: Int64
+    public var lastEventAt: Date
+    public var updatedAt: Date
+
+    public init(userID: String, state: State, phoneNumber: String?, lastSequence: Int64, lastEventAt: Date, updatedAt: Date) {
+        self.userID = userID
+        self.state = state
+        self.phoneNumber = phoneNumber
+        self.lastSequence = lastSequence
+        self.lastEventAt = lastEventAt
+        self.updatedAt = updatedAt
+    }
+}

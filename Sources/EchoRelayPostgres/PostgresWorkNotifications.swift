@@ -1,0 +1,77 @@
+import EchoRelayCore
+import Logging
+import PostgresNIO
+import ServiceLifecycle
+
+/// Wakes workers in other processes. After an ingest commits, `announce()` asks for one
+/// `NOTIFY`; bursts are coalesced so at most one is sent per `debounce`. It is never sent
+/// inside the ingest transaction, where it would serialise commits. A dedicated connection
+/// LISTENs and wakes this process's workers when another process announces work. Where
+/// notifications are lost (a transaction-pooling proxy), the workers' polling still finds
+/// the work.
+public final class PostgresWorkNotifications: Service, Sendable, CustomStringConvertible {
+    public var description: String { "PostgresWorkNotifications" }
+
+    static let channel = "echorelay_work"
+
+    private let client: PostgresClient
+    private let localWake: WakeSignal
+    private let outbound = WakeSignal()
+    private let processID: String
+    private let debounce: Duration
+    private let logger: Logger
+
+    public init(client: PostgresClient, localWake: WakeSignal, processID: String,
+                debounce: Duration = .milliseconds(10), logger: Logger) {
+        self.client = client
+        self.localWake = localWake
+        self.processID = processID
+        self.debounce = debounce
+        self.logger = logger
+    }
+
+    /// Called after a commit that created work.
+    public func announce() {
+        outbound.wake()
+    }
+
+    public func run() async throws {
+        try await cancelWhenGracefulShutdown {
+            await withDiscardingTaskGroup { group in
+                group.addTask { await self.sendLoop() }
+                group.addTask { await self.listenLoop() }
+            }
+        }
+    }
+
+    private func sendLoop() async {
+        while !Task.isCancelled {
+            await outbound.wait(upTo: .seconds(3600))
+            guard !Task.isCancelled else { return }
+            do {
+                try await client.query("SELECT pg_notify(\(Self.channel), \(processID))", logger: logger)
+            } catch {
+                logger.debug("NOTIFY failed; other processes will find the work by polling", metadata: ["error": "\(safeDescription(of: error))"])
+            }
+            try? await Task.sleep(for: debounce)
+        }
+    }
+
+    private func listenLoop() async {
+        while !Task.isCancelled {
+            do {
+                try await client.withConnection { connection in
+                    try await connection.listen(on: Self.channel) { notifications in
+                        for try await notification in notifications where notification.payload != processID {
+                            localWake.wake()
+                        }
+                    }
+                }
+            } catch {
+                guard !Task.isCancelled else { return }
+                logger.debug("LISTEN interrupted; retrying", metadata: ["error": "\(safeDescription(of: error))"])
+                try? await Task.sleep(for: .seconds(1))
+            }
+        }
+    }
+}

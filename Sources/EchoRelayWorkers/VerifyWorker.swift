@@ -1,0 +1,173 @@
+import EchoRelayCore
+import Foundation
+import Logging
+import ServiceLifecycle
+import Synchronization
+
+/// Settings of the verify workers.
+public struct VerifyWorkerConfiguration: Sendable {
+    /// How long a claimed item stays with its worker; it outlives the echo timeout, so a
+    /// live worker always finishes before another may take the item.
+    public var lease: Duration = .seconds(60)
+    /// Delays between tries: N delays mean N retries, N + 1 tries. The default stays inside
+    /// the provider's 5-minute timestamp window.
+    public var retrySchedule: [Duration] = [.seconds(1), .seconds(5), .seconds(15), .seconds(30), .seconds(60), .seconds(120)]
+    /// The longest an idle worker waits before looking for work again, in case a wake-up was lost.
+    public var pollInterval: Duration = .seconds(1)
+    /// Echo requests in flight at once.
+    public var concurrency = 32
+
+    public init() {}
+}
+
+/// Verifies pending events with OAuth Echo: claims due items in batches under a lease,
+/// asks the provider, and records the outcome (DESIGN.md, the outcome table).
+public struct VerifyWorker: Service, CustomStringConvertible {
+    public var description: String { "VerifyWorker" }
+
+    let store: any EventStore
+    let policy: EchoPolicy
+    let echoTimeout: Duration
+    let wake: WakeSignal
+    let configuration: VerifyWorkerConfiguration
+    let owner: String
+    /// Opens once the schema is ready; the worker claims nothing before.
+    let ready: Gate
+    let logger: Logger
+
+    public init(
+        store: any EventStore, policy: EchoPolicy, echoTimeout: Duration, wake: WakeSignal,
+        configuration: VerifyWorkerConfiguration, owner: String, ready: Gate = Gate(open: true), logger: Logger
+    ) {
+        self.ready = ready
+        self.store = store
+        self.policy = policy
+        self.echoTimeout = echoTimeout
+        self.wake = wake
+        self.configuration = configuration
+        self.owner = owner
+        self.logger = logger
+    }
+
+    public func run() async throws {
+        // The client lives exactly as long as the worker runs, and is shut down after it.
+        let client = EchoClient(timeout: echoTimeout)
+        let stopping = Flag()
+        await withGracefulShutdownHandler {
+            await ready.wait()
+            await work(client: client, until: { stopping.isSet })
+        } onGracefulShutdown: {
+            stopping.set()
+            wake.wake()
+            ready.open()  // a worker still waiting for the schema just exits
+        }
+        await client.shutdown()
+    }
+
+    /// Claims and processes items until `stopped` or cancelled; in-flight items finish first.
+    private func work(client: EchoClient, until stopped: @escaping @Sendable () -> Bool) async {
+        let inFlight = Counter()
+        var failures = 0
+        await withDiscardingTaskGroup { group in
+            while !Task.isCancelled, !stopped() {
+                let free = configuration.concurrency - inFlight.value
+                if free > 0 {
+                    do {
+                        let tasks = try await store.claimVerifications(owner: owner, limit: free, lease: configuration.lease)
+                        failures = 0
+                        for task in tasks {
+                            inFlight.add(1)
+                            group.addTask {
+                                await process(task, client: client)
+                                inFlight.add(-1)
+                                wake.wake()
+                            }
+                        }
+                        if tasks.count == free { continue }  // there may be more due right now
+                    } catch {
+                        failures += 1
+                        logger.error("claiming verifications failed", metadata: ["error": "\(error)"])
+                        // Back off while the database is away, up to the poll interval.
+                        try? await Task.sleep(for: min(configuration.pollInterval, .milliseconds(100 * failures)))
+                    }
+                }
+                await wake.wait(upTo: configuration.pollInterval)
+            }
+        }
+    }
+
+    func process(_ task: VerificationTask, client: EchoClient) async {
+        var logger = self.logger
+        logger[metadataKey: "event.id"] = "\(task.eventID)"
+        logger[metadataKey: "user.id"] = "\(task.userID)"
+        logger[metadataKey: "verify.attempt"] = "\(task.attempts)"
+
+        guard let echo = task.echo else {
+            await finish(task, .unverifiable(.echoMissing), logger: logger)
+            return
+        }
+        let target: EchoTarget
+        switch policy.target(for: echo) {
+        case .failure(let reason):
+            await finish(task, .rejected(reason), logger: logger)
+            return
+        case .success(let checked):
+            target = checked
+        }
+
+        let answer = await client.send(target)
+        if Task.isCancelled {
+            // Hard stop mid-request: give the item back for another worker.
+            await Task { try? await store.releaseVerification(task, owner: owner) }.value
+            return
+        }
+        if case .response(let status, _) = answer { logger[metadataKey: "http.status"] = "\(status)" }
+
+        do {
+            var tokenKnown = false
+            if task.type == .accountDeactivated, case .response(401, _) = answer, let hash = target.tokenHash {
+                tokenKnown = try await store.isTokenConfirmed(userID: task.userID, tokenHash: hash)
+            }
+            switch EchoOutcomeRules.decide(task: task, target: target, answer: answer, tokenKnownForUser: tokenKnown) {
+            case .final(let outcome):
+                await finish(task, outcome, logger: logger)
+            case .retry where task.attempts <= configuration.retrySchedule.count:
+                let delay = configuration.retrySchedule[task.attempts - 1]
+                if case .noAnswer(let reason) = answer { logger[metadataKey: "error"] = "\(reason)" }
+                logger.notice("provider unavailable, will retry", metadata: ["retry.in": "\(DurationText.format(delay))"])
+                _ = try await store.retryVerification(task, owner: owner, after: delay)
+            case .retry:
+                await finish(task, .unverifiable(.providerUnavailable), logger: logger)
+            }
+        } catch {
+            // The lease runs out and another try follows.
+            logger.error("recording the verification failed", metadata: ["error": "\(error)"])
+        }
+    }
+
+    private func finish(_ task: VerificationTask, _ outcome: VerificationOutcome, logger: Logger) async {
+        do {
+            if try await store.finishVerification(task, owner: owner, outcome: outcome) {
+                logger.info("event \(outcome.status.rawValue)", metadata: ["verify.reason": "\(outcome.reason.rawValue)"])
+            } else {
+                logger.warning("lease lost before the outcome was recorded; another worker has the event")
+            }
+        } catch {
+            logger.error("recording the verification failed", metadata: ["error": "\(error)"])
+        }
+    }
+}
+
+/// A count shared between the claim loop and the tasks it starts.
+final class Counter: Sendable {
+    private let count = Mutex(0)
+    var value: Int { count.withLock { $0 } }
+    func add(_ delta: Int) { count.withLock { $0 += delta } }
+}
+
+/// A flag set once, from any task.
+final class Flag: Sendable {
+    private let flag = Mutex(false)
+    var isSet: Bool { flag.withLock { $0 } }
+    func set() { flag.withLock { $0 = true } }
+}

@@ -1,0 +1,247 @@
+import Crypto
+import EchoRelayCore
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+import NIOCore
+import Synchronization
+
+/// A stand-in identity provider on an ephemeral loopback port, answering OAuth Echo
+/// requests like Digits (`/1.1/sdk/account.json`) and Twitter
+/// (`/1.1/account/verify_credentials.json`). It checks every OAuth 1.0a signature with its
+/// own code (`ProviderOAuth` below, not EchoRelay's), checks the timestamp window, can be
+/// told to fail, hang or redirect, and records every request it receives.
+public final class StandInProvider: Sendable {
+    public enum Mode: Sendable, Equatable {
+        case normal
+        /// Every request gets this answer.
+        case respond(status: Int, body: String)
+        /// Requests get no answer until the mode changes (or 30 s pass).
+        case hang
+        case redirect
+    }
+
+    public struct RecordedRequest: Sendable {
+        public let method: String
+        public let uri: String
+        public let authorization: String?
+    }
+
+    struct Token {
+        let secret: String
+        let userID: String
+        var alive: Bool
+    }
+
+    struct State {
+        var consumers: [String: String] = [:]
+        var accounts: [String: String?] = [:]  // user id → phone number
+        var tokens: [String: Token] = [:]
+        var mode: Mode = .normal
+        var failuresLeft = 0
+        var failureStatus = 503
+        var requests: [RecordedRequest] = []
+        var port = 0
+    }
+
+    public static let timestampWindow: TimeInterval = 300
+    private let state = Mutex(State())
+    private let releaseHanging = WakeSignal()
+
+    public init() {}
+
+    // MARK: Set-up
+
+    public func addConsumer(key: String, secret: String) {
+        state.withLock { $0.consumers[key] = secret }
+    }
+
+    public func addAccount(userID: String, phoneNumber: String?) {
+        state.withLock { $0.accounts[userID] = phoneNumber }
+    }
+
+    public func setPhoneNumber(_ phoneNumber: String?, for userID: String) {
+        state.withLock { $0.accounts[userID] = phoneNumber }
+    }
+
+    /// A new access token and secret for a user's session.
+    public func issueToken(for userID: String) -> (token: String, secret: String) {
+        let token = "\(userID)-" + UUID().uuidString.lowercased()
+        let secret = UUID().uuidString.lowercased()
+        state.withLock { $0.tokens[token] = Token(secret: secret, userID: userID, alive: true) }
+        return (token, secret)
+    }
+
+    /// The token is invalid from now on (rotated, revoked, or the account deactivated).
+    public func expire(token: String) {
+        state.withLock { $0.tokens[token]?.alive = false }
+    }
+
+    public func setMode(_ mode: Mode) {
+        state.withLock { $0.mode = mode }
+        if mode != .hang { releaseHanging.wake() }
+    }
+
+    /// The next `count` requests are answered with `status` (an outage), then normally.
+    public func failNext(_ count: Int, status: Int = 503) {
+        state.withLock {
+            $0.failuresLeft = count
+            $0.failureStatus = status
+        }
+    }
+
+    public var requests: [RecordedRequest] { state.withLock { $0.requests } }
+    public var port: Int { state.withLock { $0.port } }
+    public var host: String { "127.0.0.1:\(port)" }
+    public var digitsURL: String { "http://\(host)/1.1/sdk/account.json" }
+    public var twitterURL: String { "http://\(host)/1.1/account/verify_credentials.json" }
+
+    // MARK: Running
+
+    /// Serves for the length of `body`.
+    public func run<Result: Sendable>(_ body: @Sendable (StandInProvider) async throws -> Result) async throws -> Result {
+        let router = Router()
+        router.get("**") { request, _ in await self.answer(request) }
+        let started = Gate()
+        let app = Application(
+            router: router,
+            configuration: .init(address: .hostname("127.0.0.1", port: 0)),
+            onServerRunning: { channel in
+                self.state.withLock { $0.port = channel.localAddress?.port ?? 0 }
+                started.open()
+            },
+            logger: TestLogger.quiet
+        )
+        return try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await app.run() }
+            await started.wait()
+            defer {
+                releaseHanging.wake()
+                group.cancelAll()
+            }
+            return try await body(self)
+        }
+    }
+
+    private func answer(_ request: Request) async -> Response {
+        let authorization = request.headers[.authorization]
+        let (mode, failure) = state.withLock { state -> (Mode, Int?) in
+            state.requests.append(RecordedRequest(method: request.method.rawValue, uri: request.uri.description, authorization: authorization))
+            guard state.failuresLeft > 0 else { return (state.mode, nil) }
+            state.failuresLeft -= 1
+            return (state.mode, state.failureStatus)
+        }
+        if let failure { return Self.json(failure, #"{"errors":[{"code":131,"message":"Internal error."}]}"#) }
+        switch mode {
+        case .normal:
+            break
+        case .respond(let status, let body):
+            return Self.json(status, body)
+        case .hang:
+            await releaseHanging.wait(upTo: .seconds(30))
+            return Self.json(503, #"{"errors":[{"code":130,"message":"Over capacity."}]}"#)
+        case .redirect:
+            return Response(status: .found, headers: [.location: "http://example.invalid/elsewhere"])
+        }
+
+        guard let authorization, let parameters = ProviderOAuth.parseHeader(authorization) else {
+            return Self.error(401, 32, "Could not authenticate you.")
+        }
+        let (consumerSecret, tokenRecord, accounts) = state.withLock { state in
+            (state.consumers[parameters["oauth_consumer_key"] ?? ""],
+             state.tokens[parameters["oauth_token"] ?? ""], state.accounts)
+        }
+        guard let consumerSecret else { return Self.error(401, 32, "Could not authenticate you.") }
+        guard let timestamp = parameters["oauth_timestamp"].flatMap(TimeInterval.init),
+              abs(Date().timeIntervalSince1970 - timestamp) <= Self.timestampWindow
+        else { return Self.error(401, 135, "Timestamp out of bounds.") }
+        guard let tokenRecord else { return Self.error(401, 89, "Invalid or expired token.") }
+
+        let url = "http://\(request.head.authority ?? host)\(request.uri.path)"
+        let query = request.uri.query.map(ProviderOAuth.parseQuery) ?? []
+        let expected = ProviderOAuth.signature(
+            method: request.method.rawValue, url: url, parameters: query + parameters.map { ($0.key, $0.value) },
+            consumerSecret: consumerSecret, tokenSecret: tokenRecord.secret
+        )
+        guard let presented = parameters["oauth_signature"].flatMap({ Data(base64Encoded: $0) }),
+              let expected = Data(base64Encoded: expected), presented == expected
+        else { return Self.error(401, 32, "Could not authenticate you.") }
+        guard tokenRecord.alive, let phone = accounts[tokenRecord.userID] else {
+            return Self.error(401, 89, "Invalid or expired token.")
+        }
+
+        var account: [String: Any] = ["id_str": tokenRecord.userID, "created_at": "Mon Nov 23 10:15:30 +0000 2026"]
+        if let number = Int64(tokenRecord.userID) { account["id"] = number }
+        if request.uri.path.hasSuffix("/sdk/account.json") {
+            account["phone_number"] = phone ?? NSNull()
+        } else {
+            account["screen_name"] = "user\(tokenRecord.userID)"
+        }
+        return Self.json(200, String(decoding: try! JSONSerialization.data(withJSONObject: account), as: UTF8.self))
+    }
+
+    private static func error(_ status: Int, _ code: Int, _ message: String) -> Response {
+        json(status, #"{"errors":[{"code":\#(code),"message":"\#(message)"}]}"#)
+    }
+
+    private static func json(_ status: Int, _ body: String) -> Response {
+        Response(status: .init(code: status), headers: [.contentType: "application/json"],
+                 body: .init(byteBuffer: ByteBuffer(string: body)))
+    }
+}
+
+/// The provider's own OAuth 1.0a verification (RFC 5849), written separately from
+/// EchoRelay's so that a bug in one is caught by the other.
+enum ProviderOAuth {
+    static func encode(_ text: String) -> String {
+        var result = ""
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
+                 UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"),
+                 UInt8(ascii: "~"):
+                result.append(Character(Unicode.Scalar(byte)))
+            default:
+                result += String(format: "%%%02X", byte)
+            }
+        }
+        return result
+    }
+
+    /// `OAuth k="v", …` → [k: v], or nil if it is not that shape.
+    static func parseHeader(_ header: String) -> [String: String]? {
+        guard header.lowercased().hasPrefix("oauth ") else { return nil }
+        var result: [String: String] = [:]
+        for part in header.dropFirst(6).split(separator: ",") {
+            let pair = part.trimmingCharacters(in: .whitespaces)
+            guard let equals = pair.firstIndex(of: "=") else { return nil }
+            let name = String(pair[..<equals])
+            var value = String(pair[pair.index(after: equals)...])
+            guard value.count >= 2, value.hasPrefix("\""), value.hasSuffix("\"") else { return nil }
+            value = String(value.dropFirst().dropLast())
+            guard let decoded = value.removingPercentEncoding, result[name] == nil else { return nil }
+            if name != "realm" { result[name] = decoded }
+        }
+        return result
+    }
+
+    static func parseQuery(_ query: String) -> [(String, String)] {
+        query.split(separator: "&").map { pair in
+            let parts = pair.split(separator: "=", maxSplits: 1).map {
+                String($0).replacingOccurrences(of: "+", with: " ").removingPercentEncoding ?? String($0)
+            }
+            return (parts[0], parts.count > 1 ? parts[1] : "")
+        }
+    }
+
+    static func signature(method: String, url: String, parameters: [(String, String)], consumerSecret: String, tokenSecret: String) -> String {
+        let signed: [(String, String)] = parameters.filter { $0.0 != "oauth_signature" && $0.0 != "realm" }
+        let encoded: [(String, String)] = signed.map { (encode($0.0), encode($0.1)) }
+        let sorted = encoded.sorted { (a: (String, String), b: (String, String)) -> Bool in a.0 == b.0 ? a.1 < b.1 : a.0 < b.0 }
+        let normalized = sorted.map { "\($0.0)=\($0.1)" }.joined(separator: "&")
+        let base = [method.uppercased(), encode(url), encode(normalized)].joined(separator: "&")
+        let key = SymmetricKey(data: Data((encode(consumerSecret) + "&" + encode(tokenSecret)).utf8))
+        return Data(HMAC<Insecure.SHA1>.authenticationCode(for: Data(base.utf8), using: key)).base64EncodedString()
+    }
+}
