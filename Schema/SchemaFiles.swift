@@ -12,6 +12,7 @@ public enum SchemaFiles {
     public static let postgres: [File] = [
         File(version: 1, name: "001_initial.sql", sql: text(PackageResources._01_initial_sql)),
         File(version: 2, name: "002_verification.sql", sql: text(PackageResources._02_verification_sql)),
+        File(version: 3, name: "003_subscriptions.sql", sql: text(PackageResources._03_subscriptions_sql)),
     ]
 
     private static func text(_ bytes: [UInt8]) -> String {

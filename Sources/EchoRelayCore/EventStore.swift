@@ -1,5 +1,8 @@
 import Foundation
 
+/// Everything EchoRelay stores, behind one name: PostgreSQL implements it all.
+public typealias EchoRelayStore = EventStore & SubscriptionStore & DeliveryStore & AccessTokenStore
+
 /// The storage behind EchoRelay. PostgreSQL implements it for production; an embedded store
 /// follows. Every method is one atomic step: it either happens whole or not at all.
 public protocol EventStore: Sendable {
@@ -23,8 +26,9 @@ public protocol EventStore: Sendable {
 
     /// Records the final outcome in one transaction: the event's status and the provider's
     /// values, the echo credentials erased, the work item deleted, the user's state and the
-    /// confirmed token hash updated. Returns false, changing nothing, if `owner` no longer
-    /// holds the lease (another worker has the item).
+    /// confirmed token hash updated, and — when verified — one delivery per matching enabled
+    /// subscription created. Returns false, changing nothing, if `owner` no longer holds the
+    /// lease (another worker has the item).
     func finishVerification(_ task: VerificationTask, owner: String, outcome: VerificationOutcome) async throws -> Bool
 
     /// Makes the item due again after `delay`, keeping its try count. False if the lease was lost.

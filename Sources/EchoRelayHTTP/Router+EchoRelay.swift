@@ -4,7 +4,8 @@ import Hummingbird
 
 /// Everything the HTTP layer needs from the rest of the process.
 public struct HTTPDependencies: Sendable {
-    public var store: any EventStore
+    public var store: any EchoRelayStore
+    public var subscriberURLPolicy: SubscriberURLPolicy
     public var ingestSecrets: [WebhookSecret]
     public var authorizer: BearerAuthorizer
     public var now: @Sendable () -> Date
@@ -12,10 +13,12 @@ public struct HTTPDependencies: Sendable {
     public var workCreated: @Sendable () -> Void
 
     public init(
-        store: any EventStore, ingestSecrets: [WebhookSecret], authorizer: BearerAuthorizer,
+        store: any EchoRelayStore, subscriberURLPolicy: SubscriberURLPolicy, ingestSecrets: [WebhookSecret],
+        authorizer: BearerAuthorizer,
         now: @escaping @Sendable () -> Date = { Date() }, workCreated: @escaping @Sendable () -> Void = {}
     ) {
         self.store = store
+        self.subscriberURLPolicy = subscriberURLPolicy
         self.ingestSecrets = ingestSecrets
         self.authorizer = authorizer
         self.now = now
@@ -35,5 +38,8 @@ public func buildRouter(servesAPI: Bool = true, _ dependencies: HTTPDependencies
     ).addRoutes(to: router)
     EventsController(store: dependencies.store, authorizer: dependencies.authorizer).addRoutes(to: router)
     UsersController(store: dependencies.store, authorizer: dependencies.authorizer).addRoutes(to: router)
+    SubscriptionsController(
+        store: dependencies.store, authorizer: dependencies.authorizer, urlPolicy: dependencies.subscriberURLPolicy
+    ).addRoutes(to: router)
     return router
 }

@@ -84,6 +84,7 @@ extension PostgresEventStore {
                             updated_at = now()
                         WHERE users.last_sequence < EXCLUDED.last_sequence
                         """, logger: logger)
+                    try await Self.fanOut(task, on: connection, logger: logger)
                 }
                 return true
             }

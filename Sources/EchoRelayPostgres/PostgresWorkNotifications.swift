@@ -15,16 +15,16 @@ public final class PostgresWorkNotifications: Service, Sendable, CustomStringCon
     static let channel = "echorelay_work"
 
     private let client: PostgresClient
-    private let localWake: WakeSignal
+    private let localWakes: [WakeSignal]
     private let outbound = WakeSignal()
     private let processID: String
     private let debounce: Duration
     private let logger: Logger
 
-    public init(client: PostgresClient, localWake: WakeSignal, processID: String,
+    public init(client: PostgresClient, localWakes: [WakeSignal], processID: String,
                 debounce: Duration = .milliseconds(10), logger: Logger) {
         self.client = client
-        self.localWake = localWake
+        self.localWakes = localWakes
         self.processID = processID
         self.debounce = debounce
         self.logger = logger
@@ -63,7 +63,7 @@ public final class PostgresWorkNotifications: Service, Sendable, CustomStringCon
                 try await client.withConnection { connection in
                     try await connection.listen(on: Self.channel) { notifications in
                         for try await notification in notifications where notification.payload != processID {
-                            localWake.wake()
+                            for wake in localWakes { wake.wake() }
                         }
                     }
                 }

@@ -37,6 +37,7 @@ public enum EchoRelayServer {
             throw ConfigurationError(setting: "ECHORELAY_DATABASE_URL", reason: error.reason)
         }
         try configuration.echo.validate()
+        try configuration.delivery.validate(lease: configuration.echo.lease)
         if configuration.echo.allowHTTP {
             logger.warning("ECHORELAY_ECHO_ALLOW_HTTP is on: OAuth Echo may use plain http; for local testing only")
         }
@@ -48,8 +49,11 @@ public enum EchoRelayServer {
         let client = PostgresClient(configuration: databaseConfiguration, backgroundLogger: logger)
         let store = PostgresEventStore(client: client, logger: logger)
         let wake = WakeSignal()
+        let deliveryWake = WakeSignal()
         let schemaReady = Gate(open: !configuration.migrateAtStart)
-        let notifications = PostgresWorkNotifications(client: client, localWake: wake, processID: processID, logger: logger)
+        let notifications = PostgresWorkNotifications(
+            client: client, localWakes: [wake, deliveryWake], processID: processID, logger: logger
+        )
         var workerConfiguration = VerifyWorkerConfiguration()
         workerConfiguration.lease = configuration.echo.lease
         workerConfiguration.retrySchedule = configuration.echo.retrySchedule
@@ -60,10 +64,33 @@ public enum EchoRelayServer {
             policy: EchoPolicy(allowedHosts: configuration.echo.allowedHosts, allowHTTP: configuration.echo.allowHTTP,
                                consumerKey: configuration.echo.consumerKey),
             echoTimeout: configuration.echo.timeout, wake: wake, configuration: workerConfiguration,
-            owner: processID, ready: schemaReady, logger: logger
+            owner: processID, ready: schemaReady,
+            deliveriesCreated: {
+                deliveryWake.wake()
+                notifications.announce()
+            },
+            logger: logger
         )
+        var deliveryConfiguration = DeliveryWorkerConfiguration()
+        deliveryConfiguration.lease = configuration.echo.lease
+        deliveryConfiguration.timeout = configuration.delivery.timeout
+        deliveryConfiguration.retry = DeliveryRetryPolicy(schedule: configuration.delivery.retrySchedule)
+        deliveryConfiguration.disableAfter = configuration.delivery.disableAfter
+        deliveryConfiguration.pollInterval = configuration.echo.pollInterval
+        deliveryConfiguration.concurrency = configuration.delivery.concurrency
+        deliveryConfiguration.perSubscriptionConcurrency = configuration.delivery.perSubscriptionConcurrency
+        deliveryConfiguration.allowPrivateSubscribers = configuration.delivery.allowPrivateSubscribers
+        let deliveryWorker = DeliveryWorker(
+            store: store, wake: deliveryWake, configuration: deliveryConfiguration, owner: processID, ready: schemaReady,
+            logger: logger
+        )
+        if configuration.delivery.allowPrivateSubscribers {
+            logger.warning("ECHORELAY_ALLOW_PRIVATE_SUBSCRIBERS is on: subscribers may be private addresses over http; for local testing only")
+        }
         let router = buildRouter(servesAPI: configuration.role.servesAPI, HTTPDependencies(
-            store: store, ingestSecrets: secrets, authorizer: BearerAuthorizer(adminToken: configuration.adminToken),
+            store: store,
+            subscriberURLPolicy: SubscriberURLPolicy(allowPrivate: configuration.delivery.allowPrivateSubscribers),
+            ingestSecrets: secrets, authorizer: BearerAuthorizer(adminToken: configuration.adminToken, tokens: store, logger: logger),
             workCreated: {
                 wake.wake()  // workers in this process, at once
                 notifications.announce()  // workers elsewhere, after the commit, debounced
@@ -74,7 +101,8 @@ public enum EchoRelayServer {
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "EchoRelay"),
             // Started in this order and stopped in reverse: the server stops taking requests
             // first, then the worker finishes what it holds, then the database client closes.
-            services: configuration.role.runsWorkers ? [client, notifications, verifyWorker] : [client, notifications],
+            services: configuration.role.runsWorkers
+                ? [client, notifications, verifyWorker, deliveryWorker] : [client, notifications],
             onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? 0) },
             logger: logger
         )

@@ -13,11 +13,14 @@ public struct ServerConfiguration: Sendable {
     public var migrateAtStart: Bool
     public var role: ServerRole
     public var echo: EchoConfiguration
+    public var delivery: DeliveryConfiguration
 
     public init(
         host: String = "127.0.0.1", port: Int = 8080, databaseURL: Secret, ingestSecrets: [Secret],
-        adminToken: Secret?, migrateAtStart: Bool = true, role: ServerRole = .all, echo: EchoConfiguration
+        adminToken: Secret?, migrateAtStart: Bool = true, role: ServerRole = .all, echo: EchoConfiguration,
+        delivery: DeliveryConfiguration = DeliveryConfiguration()
     ) {
+        self.delivery = delivery
         self.role = role
         self.host = host
         self.port = port
@@ -101,4 +104,42 @@ public struct ConfigurationError: Error, CustomStringConvertible {
     }
 
     public var description: String { "\(setting): \(reason)" }
+}
+
+/// How verified updates are delivered to subscribers.
+public struct DeliveryConfiguration: Sendable {
+    /// Time limit of one webhook request, answer included (the connection gets 5 s of it).
+    public var timeout: Duration
+    /// Delays between tries; N delays mean N retries. Each gets ±10% jitter.
+    public var retrySchedule: [Duration]
+    /// A subscription whose deliveries have all failed for this long is disabled.
+    public var disableAfter: Duration
+    /// Allows loopback and private subscriber addresses, and plain http (local testing).
+    public var allowPrivateSubscribers: Bool
+    public var concurrency: Int
+    public var perSubscriptionConcurrency: Int
+
+    public init(
+        timeout: Duration = .seconds(15), retrySchedule: [Duration] = DeliveryRetryPolicy.defaultSchedule,
+        disableAfter: Duration = .seconds(5 * 86_400), allowPrivateSubscribers: Bool = false, concurrency: Int = 64,
+        perSubscriptionConcurrency: Int = 8
+    ) {
+        self.timeout = timeout
+        self.retrySchedule = retrySchedule
+        self.disableAfter = disableAfter
+        self.allowPrivateSubscribers = allowPrivateSubscribers
+        self.concurrency = concurrency
+        self.perSubscriptionConcurrency = perSubscriptionConcurrency
+    }
+
+    func validate(lease: Duration) throws {
+        guard timeout > .zero else { throw ConfigurationError(setting: "ECHORELAY_DELIVERY_TIMEOUT", reason: "must be positive") }
+        guard lease > timeout else {
+            throw ConfigurationError(setting: "ECHORELAY_LEASE", reason: "must be longer than ECHORELAY_DELIVERY_TIMEOUT, so a live worker always finishes before its delivery is handed to another")
+        }
+        guard concurrency > 0 else { throw ConfigurationError(setting: "ECHORELAY_DELIVERY_CONCURRENCY", reason: "must be at least 1") }
+        guard perSubscriptionConcurrency > 0 else {
+            throw ConfigurationError(setting: "ECHORELAY_SUBSCRIPTION_CONCURRENCY", reason: "must be at least 1")
+        }
+    }
 }

@@ -33,13 +33,17 @@ public struct VerifyWorker: Service, CustomStringConvertible {
     let owner: String
     /// Opens once the schema is ready; the worker claims nothing before.
     let ready: Gate
+    /// Called after a verification that may have created deliveries committed.
+    let deliveriesCreated: @Sendable () -> Void
     let logger: Logger
 
     public init(
         store: any EventStore, policy: EchoPolicy, echoTimeout: Duration, wake: WakeSignal,
-        configuration: VerifyWorkerConfiguration, owner: String, ready: Gate = Gate(open: true), logger: Logger
+        configuration: VerifyWorkerConfiguration, owner: String, ready: Gate = Gate(open: true),
+        deliveriesCreated: @escaping @Sendable () -> Void = {}, logger: Logger
     ) {
         self.ready = ready
+        self.deliveriesCreated = deliveriesCreated
         self.store = store
         self.policy = policy
         self.echoTimeout = echoTimeout
@@ -64,35 +68,12 @@ public struct VerifyWorker: Service, CustomStringConvertible {
         await client.shutdown()
     }
 
-    /// Claims and processes items until `stopped` or cancelled; in-flight items finish first.
     private func work(client: EchoClient, until stopped: @escaping @Sendable () -> Bool) async {
-        let inFlight = Counter()
-        var failures = 0
-        await withDiscardingTaskGroup { group in
-            while !Task.isCancelled, !stopped() {
-                let free = configuration.concurrency - inFlight.value
-                if free > 0 {
-                    do {
-                        let tasks = try await store.claimVerifications(owner: owner, limit: free, lease: configuration.lease)
-                        failures = 0
-                        for task in tasks {
-                            inFlight.add(1)
-                            group.addTask {
-                                await process(task, client: client)
-                                inFlight.add(-1)
-                                wake.wake()
-                            }
-                        }
-                        if tasks.count == free { continue }  // there may be more due right now
-                    } catch {
-                        failures += 1
-                        logger.error("claiming verifications failed", metadata: ["error": "\(error)"])
-                        // Back off while the database is away, up to the poll interval.
-                        try? await Task.sleep(for: min(configuration.pollInterval, .milliseconds(100 * failures)))
-                    }
-                }
-                await wake.wait(upTo: configuration.pollInterval)
-            }
+        let loop = WorkLoop(concurrency: configuration.concurrency, pollInterval: configuration.pollInterval, wake: wake, logger: logger)
+        await loop.run(until: stopped) { free in
+            try await store.claimVerifications(owner: owner, limit: free, lease: configuration.lease)
+        } process: { task in
+            await process(task, client: client)
         }
     }
 
@@ -149,6 +130,7 @@ public struct VerifyWorker: Service, CustomStringConvertible {
         do {
             if try await store.finishVerification(task, owner: owner, outcome: outcome) {
                 logger.info("event \(outcome.status.rawValue)", metadata: ["verify.reason": "\(outcome.reason.rawValue)"])
+                if outcome.status == .verified { deliveriesCreated() }
             } else {
                 logger.warning("lease lost before the outcome was recorded; another worker has the event")
             }
@@ -158,16 +140,3 @@ public struct VerifyWorker: Service, CustomStringConvertible {
     }
 }
 
-/// A count shared between the claim loop and the tasks it starts.
-final class Counter: Sendable {
-    private let count = Mutex(0)
-    var value: Int { count.withLock { $0 } }
-    func add(_ delta: Int) { count.withLock { $0 += delta } }
-}
-
-/// A flag set once, from any task.
-final class Flag: Sendable {
-    private let flag = Mutex(false)
-    var isSet: Bool { flag.withLock { $0 } }
-    func set() { flag.withLock { $0 = true } }
-}

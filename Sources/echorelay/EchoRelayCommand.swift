@@ -12,7 +12,7 @@ struct EchoRelayCommand: AsyncParsableCommand {
             other users of the machine.
             """,
         version: EchoRelayInfo.version,
-        subcommands: [ServeCommand.self, MigrateCommand.self, SecretCommand.self, EchoSignCommand.self]
+        subcommands: [ServeCommand.self, MigrateCommand.self, TokensCommand.self, SecretCommand.self, EchoSignCommand.self]
     )
 }
 

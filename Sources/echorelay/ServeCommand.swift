@@ -50,6 +50,24 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "OAuth Echo requests in flight at once per process. (env: ECHORELAY_VERIFY_CONCURRENCY, default: 32)")
     var verifyConcurrency: Int?
 
+    @Option(help: "Time limit of one webhook delivery, answer included. (env: ECHORELAY_DELIVERY_TIMEOUT, default: 15s)")
+    var deliveryTimeout: String?
+
+    @Option(help: "Comma-separated delays between delivery tries, each with ±10% jitter; N delays mean N retries, then the delivery is dead. (env: ECHORELAY_RETRY_SCHEDULE, default: 5s,5m,30m,2h,5h,10h,10h)")
+    var retrySchedule: String?
+
+    @Option(help: "Disable a subscription whose deliveries have all failed for this long. (env: ECHORELAY_DISABLE_AFTER, default: 5d)")
+    var disableAfter: String?
+
+    @Flag(help: "Allow subscriber URLs on loopback and private addresses, and plain http; for local testing only. (env: ECHORELAY_ALLOW_PRIVATE_SUBSCRIBERS=1)")
+    var allowPrivateSubscribers = false
+
+    @Option(help: "Webhook deliveries in flight at once per process. (env: ECHORELAY_DELIVERY_CONCURRENCY, default: 64)")
+    var deliveryConcurrency: Int?
+
+    @Option(help: "Webhook deliveries in flight at once per subscription, so one slow backend cannot take every slot. (env: ECHORELAY_SUBSCRIPTION_CONCURRENCY, default: 8)")
+    var subscriptionConcurrency: Int?
+
     @Flag(help: "Do not apply pending database migrations at start-up (run `echorelay migrate` yourself). (env: ECHORELAY_NO_MIGRATE=1)")
     var noMigrate = false
 
@@ -73,6 +91,14 @@ struct ServeCommand: AsyncParsableCommand {
                 retrySchedule: try Setting.durations(echoRetrySchedule, "ECHORELAY_ECHO_RETRY_SCHEDULE", default: VerifyDefaults.retrySchedule),
                 lease: try Setting.duration(lease, "ECHORELAY_LEASE", default: .seconds(60)),
                 concurrency: try Setting.integer(verifyConcurrency, "ECHORELAY_VERIFY_CONCURRENCY", default: 32)
+            ),
+            delivery: DeliveryConfiguration(
+                timeout: try Setting.duration(deliveryTimeout, "ECHORELAY_DELIVERY_TIMEOUT", default: .seconds(15)),
+                retrySchedule: try Setting.durations(retrySchedule, "ECHORELAY_RETRY_SCHEDULE", default: DeliveryRetryPolicy.defaultSchedule),
+                disableAfter: try Setting.duration(disableAfter, "ECHORELAY_DISABLE_AFTER", default: .seconds(5 * 86_400)),
+                allowPrivateSubscribers: allowPrivateSubscribers || Setting.value(nil, "ECHORELAY_ALLOW_PRIVATE_SUBSCRIBERS") == "1",
+                concurrency: try Setting.integer(deliveryConcurrency, "ECHORELAY_DELIVERY_CONCURRENCY", default: 64),
+                perSubscriptionConcurrency: try Setting.integer(subscriptionConcurrency, "ECHORELAY_SUBSCRIPTION_CONCURRENCY", default: 8)
             )
         )
         let app = try EchoRelayServer.makeApplication(configuration, logger: logger)

@@ -17,7 +17,11 @@ struct EchoFixture: Sendable {
 
     static func run(
         retrySchedule: [Duration] = [.milliseconds(100), .milliseconds(200)], timeout: Duration = .seconds(2),
-        lease: Duration = .seconds(10), allowedHosts: [String] = [], logger: Logger = TestLogger.quiet,
+        lease: Duration = .seconds(10), allowedHosts: [String] = [],
+        delivery: DeliveryConfiguration = DeliveryConfiguration(
+            timeout: .seconds(5), retrySchedule: [.milliseconds(100), .milliseconds(200)], allowPrivateSubscribers: true
+        ),
+        logger: Logger = TestLogger.quiet,
         _ body: @Sendable (EchoFixture) async throws -> Void
     ) async throws {
         let provider = StandInProvider()
@@ -27,7 +31,7 @@ struct EchoFixture: Sendable {
                 consumerKey: consumerKey, allowedHosts: [provider.host] + allowedHosts, allowHTTP: true, timeout: timeout,
                 retrySchedule: retrySchedule, lease: lease, pollInterval: .milliseconds(200)
             )
-            try await LiveServer.run(role: .all, echo: echo, logger: logger) { server in
+            try await LiveServer.run(role: .all, echo: echo, delivery: delivery, logger: logger) { server in
                 try await body(EchoFixture(server: server, provider: provider))
             }
         }
@@ -64,6 +68,52 @@ struct EchoFixture: Sendable {
             try await Task.sleep(for: .milliseconds(50))
         }
         throw TestSetupError("event \(eventID) was still pending after \(limit)")
+    }
+
+    /// A verified session for a new provider account: the user id and echo credentials.
+    func session(_ userID: String, phone: String? = nil) throws -> (token: String, secret: String) {
+        provider.addAccount(userID: userID, phoneNumber: phone)
+        return provider.issueToken(for: userID)
+    }
+
+    /// Pushes an event signed for `session` and waits for its outcome.
+    @discardableResult
+    func pushVerified(_ type: String, userID: String, phone: String? = nil, session: (token: String, secret: String)) async throws -> [String: Any] {
+        let id = try await push(type, userID: userID, phone: phone, echo: try echo(token: session.token, tokenSecret: session.secret))
+        return try await outcome(of: id)
+    }
+
+    /// Creates a subscription through the API and returns its JSON (with the secret).
+    func subscribe(
+        url: String, types: [String] = ["token.rotated", "phone.changed", "account.deactivated"], ordered: Bool = true,
+        token: String = LiveServer.adminToken
+    ) async throws -> [String: Any] {
+        let body = try JSONSerialization.data(withJSONObject: ["url": url, "event_types": types, "ordered": ordered])
+        let response = try await server.http.send(
+            .POST, "/v1/subscriptions", headers: [("Authorization", "Bearer \(token)"), ("Content-Type", "application/json")],
+            body: Array(body)
+        )
+        guard response.status == 201, let json = response.json else {
+            throw TestSetupError("creating a subscription answered \(response.status): \(response.text)")
+        }
+        return json
+    }
+
+    /// The event's deliveries, as `GET /v1/events/{id}` shows them.
+    func deliveries(of eventID: String) async throws -> [[String: Any]] {
+        let json = try await server.http.get("/v1/events/\(eventID)", bearer: LiveServer.adminToken).json
+        return json?["deliveries"] as? [[String: Any]] ?? []
+    }
+
+    /// Waits until every delivery of the event is final (not pending), and returns them.
+    func finalDeliveries(of eventID: String, count: Int, within limit: Duration = .seconds(30)) async throws -> [[String: Any]] {
+        let deadline = ContinuousClock.now + limit
+        while ContinuousClock.now < deadline {
+            let deliveries = try await deliveries(of: eventID)
+            if deliveries.count >= count, deliveries.allSatisfy({ $0["status"] as? String != "pending" }) { return deliveries }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        throw TestSetupError("the deliveries of \(eventID) were not final after \(limit): \(try await deliveries(of: eventID))")
     }
 
     func user(_ userID: String) async throws -> TestHTTPResponse {

@@ -35,14 +35,15 @@ struct LiveServer: Sendable {
     /// Runs a server for one test. `role: .ingest` keeps events pending (no workers).
     static func run(
         migrate: Bool = true, ingestSecrets: [String] = [ingestSecret], role: ServerRole = .ingest,
-        echo: EchoConfiguration = noEcho, logger: Logger = TestLogger.quiet,
+        echo: EchoConfiguration = noEcho, delivery: DeliveryConfiguration = DeliveryConfiguration(allowPrivateSubscribers: true),
+        logger: Logger = TestLogger.quiet,
         _ body: @Sendable (LiveServer) async throws -> Void
     ) async throws {
         try await TestDatabase.withFresh { database in
             let configuration = ServerConfiguration(
                 host: "127.0.0.1", port: 0, databaseURL: Secret(database.url),
                 ingestSecrets: ingestSecrets.map(Secret.init), adminToken: Secret(adminToken), migrateAtStart: migrate,
-                role: role, echo: echo
+                role: role, echo: echo, delivery: delivery
             )
             let app = try EchoRelayServer.makeApplication(configuration, logger: logger)
             try await app.test(.live) { client in

@@ -21,7 +21,7 @@ import Glibc
                     "ECHORELAY_DATABASE_URL": database.url, "ECHORELAY_INGEST_SECRETS": LiveServer.ingestSecret,
                     "ECHORELAY_ADMIN_TOKEN": LiveServer.adminToken, "ECHORELAY_CONSUMER_KEY": EchoFixture.consumerKey,
                     "ECHORELAY_ECHO_ALLOWED_HOSTS": provider.host, "ECHORELAY_ECHO_ALLOW_HTTP": "1",
-                    "ECHORELAY_ECHO_TIMEOUT": "2s", "ECHORELAY_LEASE": "3s", "ECHORELAY_LOG_LEVEL": "error",
+                    "ECHORELAY_ECHO_TIMEOUT": "2s", "ECHORELAY_DELIVERY_TIMEOUT": "2s", "ECHORELAY_LEASE": "3s", "ECHORELAY_LOG_LEVEL": "error",
                 ]
                 provider.setMode(.hang)
                 let firstPort = try freeLoopbackPort()

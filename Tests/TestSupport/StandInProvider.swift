@@ -41,6 +41,7 @@ public final class StandInProvider: Sendable {
         var mode: Mode = .normal
         var failuresLeft = 0
         var failureStatus = 503
+        var tokenFailures: [String: Int] = [:]
         var requests: [RecordedRequest] = []
         var port = 0
     }
@@ -89,6 +90,11 @@ public final class StandInProvider: Sendable {
             $0.failuresLeft = count
             $0.failureStatus = status
         }
+    }
+
+    /// The next `count` requests signed with `token` are answered 503, then normally.
+    public func failNext(_ count: Int, forToken token: String) {
+        state.withLock { $0.tokenFailures[token] = count }
     }
 
     public var requests: [RecordedRequest] { state.withLock { $0.requests } }
@@ -148,10 +154,13 @@ public final class StandInProvider: Sendable {
         guard let authorization, let parameters = ProviderOAuth.parseHeader(authorization) else {
             return Self.error(401, 32, "Could not authenticate you.")
         }
-        let (consumerSecret, tokenRecord, accounts) = state.withLock { state in
-            (state.consumers[parameters["oauth_consumer_key"] ?? ""],
-             state.tokens[parameters["oauth_token"] ?? ""], state.accounts)
+        let (consumerSecret, tokenRecord, accounts, tokenFailure) = state.withLock { state in
+            let token = parameters["oauth_token"] ?? ""
+            let failing = (state.tokenFailures[token] ?? 0) > 0
+            if failing { state.tokenFailures[token]! -= 1 }
+            return (state.consumers[parameters["oauth_consumer_key"] ?? ""], state.tokens[token], state.accounts, failing)
         }
+        if tokenFailure { return Self.json(503, #"{"errors":[{"code":130,"message":"Over capacity."}]}"#) }
         guard let consumerSecret else { return Self.error(401, 32, "Could not authenticate you.") }
         guard let timestamp = parameters["oauth_timestamp"].flatMap(TimeInterval.init),
               abs(Date().timeIntervalSince1970 - timestamp) <= Self.timestampWindow

@@ -1,0 +1,137 @@
+import Foundation
+
+/// A claimed delivery: everything needed to build, sign and send one webhook.
+public struct DeliveryTask: Sendable, Equatable {
+    public var deliveryID: Int64
+    public var eventID: String
+    public var subscriptionID: String
+    public var webhookID: String
+    public var url: String
+    /// The subscription's secret, and the previous one while its overlap lasts.
+    public var secrets: [Secret]
+    /// Tries so far, this one included.
+    public var attempts: Int
+    public var type: EventType
+    public var userID: String
+    public var sequence: Int64
+    public var occurredAt: Date
+    public var verifiedAt: Date
+    public var phoneNumber: String?
+    public var previousPhoneNumber: String?
+
+    public init(
+        deliveryID: Int64, eventID: String, subscriptionID: String, webhookID: String, url: String, secrets: [Secret],
+        attempts: Int, type: EventType, userID: String, sequence: Int64, occurredAt: Date, verifiedAt: Date,
+        phoneNumber: String?, previousPhoneNumber: String?
+    ) {
+        self.deliveryID = deliveryID
+        self.eventID = eventID
+        self.subscriptionID = subscriptionID
+        self.webhookID = webhookID
+        self.url = url
+        self.secrets = secrets
+        self.attempts = attempts
+        self.type = type
+        self.userID = userID
+        self.sequence = sequence
+        self.occurredAt = occurredAt
+        self.verifiedAt = verifiedAt
+        self.phoneNumber = phoneNumber
+        self.previousPhoneNumber = previousPhoneNumber
+    }
+
+    /// The signed JSON body (DESIGN.md, Deliveries): the provider's values, never a credential.
+    public func body() -> [UInt8] {
+        var data: [String: JSONValue] = [:]
+        if type == .phoneChanged {
+            data["phone_number"] = phoneNumber.map(JSONValue.string) ?? .null
+            if let previousPhoneNumber { data["previous_phone_number"] = .string(previousPhoneNumber) }
+        }
+        let object: [String: JSONValue] = [
+            "type": .string(type.rawValue),
+            "event_id": .string(eventID),
+            "user_id": .string(userID),
+            "sequence": .integer(sequence),
+            "occurred_at": .string(RFC3339.format(occurredAt)),
+            "verified_at": .string(RFC3339.format(verifiedAt)),
+            "data": .object(data),
+        ]
+        return Array(JSONValue.object(object).canonicalEncoding())
+    }
+}
+
+public enum DeliveryStatus: String, Sendable, Codable, CaseIterable {
+    case pending, delivered, dead, cancelled
+}
+
+/// Why an attempt failed, as recorded.
+public enum DeliveryErrorKind: String, Sendable, Codable {
+    case timeout, connect, dns, tls, status
+    case refusedAddress = "refused_address"
+    case other
+}
+
+/// One try, as recorded.
+public struct DeliveryAttempt: Sendable, Equatable {
+    public var startedAt: Date
+    public var duration: Duration
+    public var statusCode: Int?
+    public var errorKind: DeliveryErrorKind?
+    public var error: String?
+    /// The first 1 KiB of the answer, as text.
+    public var responseHead: String?
+
+    public init(startedAt: Date, duration: Duration, statusCode: Int?, errorKind: DeliveryErrorKind?, error: String?, responseHead: String?) {
+        self.startedAt = startedAt
+        self.duration = duration
+        self.statusCode = statusCode
+        self.errorKind = errorKind
+        self.error = error
+        self.responseHead = responseHead
+    }
+}
+
+/// What happens to a delivery after an attempt.
+public enum DeliveryNext: Sendable, Equatable {
+    case delivered
+    case retry(after: Duration)
+    /// Dead-lettered; with `disableSubscription`, the subscription is disabled for that reason.
+    case dead(disableSubscription: String?)
+}
+
+/// A delivery as the API shows it under its event.
+public struct DeliveryRecord: Sendable, Equatable {
+    public var subscriptionID: String
+    public var webhookID: String
+    public var status: DeliveryStatus
+    public var createdAt: Date
+    public var finishedAt: Date?
+    public var nextAttemptAt: Date?
+    public var attempts: [DeliveryAttempt]
+
+    public init(subscriptionID: String, webhookID: String, status: DeliveryStatus, createdAt: Date, finishedAt: Date?,
+                nextAttemptAt: Date?, attempts: [DeliveryAttempt]) {
+        self.subscriptionID = subscriptionID
+        self.webhookID = webhookID
+        self.status = status
+        self.createdAt = createdAt
+        self.finishedAt = finishedAt
+        self.nextAttemptAt = nextAttemptAt
+        self.attempts = attempts
+    }
+}
+
+/// The storage of deliveries.
+public protocol DeliveryStore: Sendable {
+    /// Leases up to `limit` deliveries that may be sent now: due, of an enabled subscription,
+    /// within its concurrency cap, and — for an ordered subscription — with every earlier
+    /// event of the user final for it (DESIGN.md, Order).
+    func claimDeliveries(owner: String, limit: Int, lease: Duration, perSubscriptionCap: Int) async throws -> [DeliveryTask]
+    /// Records one attempt and what follows, in one transaction. False if the lease was lost.
+    /// A failure older than `disableAfter` since the last success disables the subscription.
+    func recordDeliveryAttempt(_ task: DeliveryTask, owner: String, attempt: DeliveryAttempt, next: DeliveryNext,
+                               disableAfter: Duration) async throws -> Bool
+    /// Gives a claimed delivery back at once without counting the try.
+    func releaseDelivery(_ task: DeliveryTask, owner: String) async throws
+    func deliveries(eventID: String) async throws -> [DeliveryRecord]
+}

@@ -1,0 +1,80 @@
+import Foundation
+
+/// An app backend's subscription: where to POST which verified updates, signed with its secret.
+public struct Subscription: Sendable, Equatable {
+    public var id: String
+    /// The `app` token that created it; nil when an administrator did.
+    public var ownerTokenID: String?
+    public var url: String
+    public var eventTypes: [EventType]
+    public var description: String?
+    /// Per user, in sequence order (DESIGN.md, Order).
+    public var ordered: Bool
+    public var enabled: Bool
+    public var disabledReason: String?
+    public var createdAt: Date
+    public var updatedAt: Date
+    public var lastSuccessAt: Date?
+    public var failingSince: Date?
+
+    public init(
+        id: String, ownerTokenID: String?, url: String, eventTypes: [EventType], description: String?, ordered: Bool,
+        enabled: Bool, disabledReason: String?, createdAt: Date, updatedAt: Date, lastSuccessAt: Date?, failingSince: Date?
+    ) {
+        self.id = id
+        self.ownerTokenID = ownerTokenID
+        self.url = url
+        self.eventTypes = eventTypes
+        self.description = description
+        self.ordered = ordered
+        self.enabled = enabled
+        self.disabledReason = disabledReason
+        self.createdAt = createdAt
+        self.updatedAt = updatedAt
+        self.lastSuccessAt = lastSuccessAt
+        self.failingSince = failingSince
+    }
+}
+
+/// The fields a client sets on create (all) or update (some).
+public struct SubscriptionFields: Sendable, Equatable {
+    public var url: String?
+    public var eventTypes: [EventType]?
+    /// `.some(nil)` clears the description.
+    public var description: String??
+    public var ordered: Bool?
+
+    public init(url: String? = nil, eventTypes: [EventType]? = nil, description: String?? = nil, ordered: Bool? = nil) {
+        self.url = url
+        self.eventTypes = eventTypes
+        self.description = description
+        self.ordered = ordered
+    }
+}
+
+/// One page of a listing, and the cursor of the next page (nil on the last).
+public struct SubscriptionPage: Sendable {
+    public var subscriptions: [Subscription]
+    public var nextCursor: String?
+
+    public init(subscriptions: [Subscription], nextCursor: String?) {
+        self.subscriptions = subscriptions
+        self.nextCursor = nextCursor
+    }
+}
+
+/// The storage of subscriptions.
+public protocol SubscriptionStore: Sendable {
+    func createSubscription(_ fields: SubscriptionFields, ownerTokenID: String?, secret: String) async throws -> Subscription
+    /// `owner` nil lists every subscription; otherwise only that token's.
+    func subscriptions(owner: String?, cursor: String?, limit: Int) async throws -> SubscriptionPage
+    func subscription(id: String) async throws -> Subscription?
+    func updateSubscription(id: String, _ fields: SubscriptionFields) async throws -> Subscription?
+    /// Deletes it and cancels its pending deliveries. False if there was none.
+    func deleteSubscription(id: String) async throws -> Bool
+    func setSubscriptionEnabled(id: String, _ enabled: Bool, reason: String?) async throws -> Subscription?
+    /// The new secret signs from now on; the old one signs too until `overlap` has passed.
+    func rotateSubscriptionSecret(id: String, newSecret: String, overlap: Duration) async throws -> Subscription?
+}
+
+public enum SubscriptionCursorError: Error { case invalid }

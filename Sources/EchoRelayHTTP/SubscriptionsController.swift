@@ -1,0 +1,237 @@
+import EchoRelayCore
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+import NIOCore
+
+/// `/v1/subscriptions`: app backends register where verified updates go. An `app` token sees
+/// only the subscriptions it created; `admin` sees all.
+struct SubscriptionsController<Context: RequestContext>: Sendable {
+    static var secretOverlap: Duration { .seconds(24 * 3600) }
+
+    let store: any SubscriptionStore
+    let authorizer: BearerAuthorizer
+    let urlPolicy: SubscriberURLPolicy
+
+    func addRoutes(to router: Router<Context>) {
+        router.post("/v1/subscriptions", use: create)
+        router.get("/v1/subscriptions", use: list)
+        router.get("/v1/subscriptions/{id}", use: show)
+        router.patch("/v1/subscriptions/{id}", use: update)
+        router.delete("/v1/subscriptions/{id}", use: delete)
+        router.post("/v1/subscriptions/{id}/enable") { request, context in try await setEnabled(request, context, true) }
+        router.post("/v1/subscriptions/{id}/disable") { request, context in try await setEnabled(request, context, false) }
+        router.post("/v1/subscriptions/{id}/rotate-secret", use: rotateSecret)
+    }
+
+    private func principal(_ request: Request) async throws -> Principal {
+        try await authorizer.require(request, roles: [.admin, .app])
+    }
+
+    /// The subscription if this principal may see it; 404 otherwise, so that an app cannot
+    /// learn which ids other apps have.
+    private func owned(_ request: Request, _ context: Context) async throws -> (Principal, Subscription) {
+        let principal = try await principal(request)
+        let id = try context.parameters.require("id")
+        guard let subscription = try await store.subscription(id: id),
+              principal.role == .admin || subscription.ownerTokenID == principal.tokenID
+        else { throw Problem.notFound("no subscription with id \"\(id)\"") }
+        return (principal, subscription)
+    }
+
+    @Sendable func create(_ request: Request, context: Context) async throws -> Response {
+        let principal = try await principal(request)
+        var fields = try await SubscriptionInput.parse(request, requireAll: true)
+        fields.url = try checkedURL(fields.url)
+        let secret = WebhookSecret.generate()
+        let subscription = try await store.createSubscription(
+            fields, ownerTokenID: principal.role == .app ? principal.tokenID : nil, secret: secret
+        )
+        context.logger.info("subscription created", metadata: ["subscription.id": "\(subscription.id)", "actor": "\(principal.name)"])
+        return try JSONResponse.make(status: .created, SubscriptionView(subscription, secret: secret))
+    }
+
+    @Sendable func list(_ request: Request, context: Context) async throws -> Response {
+        let principal = try await principal(request)
+        var limit = 50
+        if let text = request.uri.queryParameters.get("limit") {
+            guard let number = Int(text), (1...100).contains(number) else {
+                throw Problem(.badRequest, slug: "invalid-query", title: "Invalid query", detail: "limit must be 1 to 100",
+                              errors: [FieldProblem(field: "limit", reason: "must be a whole number from 1 to 100")])
+            }
+            limit = number
+        }
+        let page: SubscriptionPage
+        do {
+            page = try await store.subscriptions(
+                owner: principal.role == .admin ? nil : (principal.tokenID ?? "-"),
+                cursor: request.uri.queryParameters.get("cursor"), limit: limit
+            )
+        } catch is SubscriptionCursorError {
+            throw Problem(.badRequest, slug: "invalid-query", title: "Invalid query", detail: "the cursor is not one this server gave",
+                          errors: [FieldProblem(field: "cursor", reason: "is not a cursor this server gave")])
+        }
+        return try JSONResponse.make(SubscriptionListView(
+            subscriptions: page.subscriptions.map { SubscriptionView($0) }, nextCursor: page.nextCursor
+        ))
+    }
+
+    @Sendable func show(_ request: Request, context: Context) async throws -> Response {
+        let (_, subscription) = try await owned(request, context)
+        return try JSONResponse.make(SubscriptionView(subscription))
+    }
+
+    @Sendable func update(_ request: Request, context: Context) async throws -> Response {
+        let (_, subscription) = try await owned(request, context)
+        var fields = try await SubscriptionInput.parse(request, requireAll: false)
+        if fields.url != nil { fields.url = try checkedURL(fields.url) }
+        guard let updated = try await store.updateSubscription(id: subscription.id, fields) else {
+            throw Problem.notFound("no subscription with id \"\(subscription.id)\"")
+        }
+        return try JSONResponse.make(SubscriptionView(updated))
+    }
+
+    @Sendable func delete(_ request: Request, context: Context) async throws -> Response {
+        let (principal, subscription) = try await owned(request, context)
+        _ = try await store.deleteSubscription(id: subscription.id)
+        context.logger.info("subscription deleted", metadata: ["subscription.id": "\(subscription.id)", "actor": "\(principal.name)"])
+        return Response(status: .noContent)
+    }
+
+    private func setEnabled(_ request: Request, _ context: Context, _ enabled: Bool) async throws -> Response {
+        let (principal, subscription) = try await owned(request, context)
+        guard let changed = try await store.setSubscriptionEnabled(
+            id: subscription.id, enabled, reason: enabled ? nil : "disabled by \(principal.name)"
+        ) else { throw Problem.notFound("no subscription with id \"\(subscription.id)\"") }
+        return try JSONResponse.make(SubscriptionView(changed))
+    }
+
+    @Sendable func rotateSecret(_ request: Request, context: Context) async throws -> Response {
+        let (principal, subscription) = try await owned(request, context)
+        let secret = WebhookSecret.generate()
+        guard let rotated = try await store.rotateSubscriptionSecret(id: subscription.id, newSecret: secret, overlap: Self.secretOverlap) else {
+            throw Problem.notFound("no subscription with id \"\(subscription.id)\"")
+        }
+        context.logger.info("subscription secret rotated", metadata: ["subscription.id": "\(subscription.id)", "actor": "\(principal.name)"])
+        return try JSONResponse.make(SubscriptionView(rotated, secret: secret))
+    }
+
+    private func checkedURL(_ url: String?) throws -> String {
+        switch urlPolicy.check(url ?? "") {
+        case .success(let normalized): return normalized
+        case .failure(let problem):
+            throw Problem(.unprocessableContent, slug: "invalid-subscription", title: "Invalid subscription",
+                          detail: "url: \(problem.reason)", errors: [FieldProblem(field: "url", reason: problem.reason)])
+        }
+    }
+}
+
+/// Reads and validates a subscription body, naming every bad field.
+enum SubscriptionInput {
+    static func parse(_ request: Request, requireAll: Bool) async throws -> SubscriptionFields {
+        let body = try await request.body.collect(upTo: 64 * 1024)
+        guard case .object(let object)? = try? JSONValue.parse(body.readableBytesView) else {
+            throw Problem(.badRequest, slug: "malformed-body", title: "Malformed body", detail: "the body must be a JSON object")
+        }
+        var fields = SubscriptionFields()
+        var problems: [FieldProblem] = []
+
+        switch object["url"] {
+        case .string(let url)?: fields.url = url
+        case nil where !requireAll: break
+        case nil, .null?: problems.append(.init(field: "url", reason: "is required"))
+        case let other?: problems.append(.init(field: "url", reason: "must be a string, not \(other.typeName)"))
+        }
+
+        switch object["event_types"] {
+        case .array(let values)?:
+            var types: [EventType] = []
+            for value in values {
+                guard let text = value.stringValue, let type = EventType(rawValue: text) else {
+                    problems.append(.init(field: "event_types", reason: "each " + EventFieldRules.typeReason))
+                    break
+                }
+                if !types.contains(type) { types.append(type) }
+            }
+            if values.isEmpty { problems.append(.init(field: "event_types", reason: "must name at least one event type")) }
+            fields.eventTypes = types
+        case nil where !requireAll: break
+        case nil, .null?: problems.append(.init(field: "event_types", reason: "is required"))
+        case let other?: problems.append(.init(field: "event_types", reason: "must be an array, not \(other.typeName)"))
+        }
+
+        switch object["description"] {
+        case nil: break
+        case .null?: fields.description = .some(nil)
+        case .string(let text)?:
+            if text.count > 500 { problems.append(.init(field: "description", reason: "must be at most 500 characters")) }
+            fields.description = .some(text)
+        case let other?: problems.append(.init(field: "description", reason: "must be a string, not \(other.typeName)"))
+        }
+
+        switch object["ordered"] {
+        case nil: break
+        case .bool(let ordered)?: fields.ordered = ordered
+        case let other?: problems.append(.init(field: "ordered", reason: "must be true or false, not \(other.typeName)"))
+        }
+
+        guard problems.isEmpty else {
+            throw Problem(.unprocessableContent, slug: "invalid-subscription", title: "Invalid subscription",
+                          detail: problems.map(\.description).joined(separator: "; "), errors: problems)
+        }
+        return fields
+    }
+}
+
+struct SubscriptionView: Encodable {
+    let subscription: Subscription
+    let secret: String?
+
+    init(_ subscription: Subscription, secret: String? = nil) {
+        self.subscription = subscription
+        self.secret = secret
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case id, url, description, ordered, enabled, secret
+        case eventTypes = "event_types"
+        case disabledReason = "disabled_reason"
+        case createdAt = "created_at"
+        case updatedAt = "updated_at"
+        case lastSuccessAt = "last_success_at"
+        case failingSince = "failing_since"
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(subscription.id, forKey: .id)
+        try container.encode(subscription.url, forKey: .url)
+        try container.encode(subscription.eventTypes.map(\.rawValue), forKey: .eventTypes)
+        try container.encode(subscription.description, forKey: .description)
+        try container.encode(subscription.ordered, forKey: .ordered)
+        try container.encode(subscription.enabled, forKey: .enabled)
+        try container.encode(subscription.disabledReason, forKey: .disabledReason)
+        try container.encode(RFC3339.format(subscription.createdAt), forKey: .createdAt)
+        try container.encode(RFC3339.format(subscription.updatedAt), forKey: .updatedAt)
+        try container.encode(subscription.lastSuccessAt.map(RFC3339.format), forKey: .lastSuccessAt)
+        try container.encode(subscription.failingSince.map(RFC3339.format), forKey: .failingSince)
+        try container.encodeIfPresent(secret, forKey: .secret)
+    }
+}
+
+struct SubscriptionListView: Encodable {
+    let subscriptions: [SubscriptionView]
+    let nextCursor: String?
+
+    enum CodingKeys: String, CodingKey {
+        case subscriptions
+        case nextCursor = "next_cursor"
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(subscriptions, forKey: .subscriptions)
+        try container.encode(nextCursor, forKey: .nextCursor)
+    }
+}

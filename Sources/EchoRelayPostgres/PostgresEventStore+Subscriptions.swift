@@ -1,0 +1,138 @@
+import EchoRelayCore
+import Foundation
+import Logging
+import PostgresNIO
+
+extension PostgresEventStore: SubscriptionStore {
+    static let subscriptionColumns = """
+        id, owner_token_id, url, event_types, description, ordered, enabled, disabled_reason,
+        created_at, updated_at, last_success_at, failing_since, seq
+        """
+
+    typealias SubscriptionRow = (String, String?, String, [String], String?, Bool, Bool, String?, Date, Date, Date?, Date?, Int64)
+
+    static func subscription(_ row: SubscriptionRow) -> Subscription {
+        Subscription(
+            id: row.0, ownerTokenID: row.1, url: row.2, eventTypes: row.3.compactMap(EventType.init(rawValue:)),
+            description: row.4, ordered: row.5, enabled: row.6, disabledReason: row.7, createdAt: row.8,
+            updatedAt: row.9, lastSuccessAt: row.10, failingSince: row.11
+        )
+    }
+
+    private func oneSubscription(_ query: PostgresQuery) async throws -> Subscription? {
+        do {
+            let rows = try await client.query(query, logger: logger)
+            for try await row in rows.decode(SubscriptionRow.self) { return Self.subscription(row) }
+            return nil
+        } catch {
+            throw StoreError.wrap(error)
+        }
+    }
+
+    public func createSubscription(_ fields: SubscriptionFields, ownerTokenID: String?, secret: String) async throws -> Subscription {
+        let id = "sub_" + RandomID.make()
+        let types = (fields.eventTypes ?? []).map(\.rawValue)
+        let description = fields.description ?? nil
+        let created = try await oneSubscription("""
+            INSERT INTO subscriptions (id, owner_token_id, url, event_types, description, ordered, secret)
+            VALUES (\(id), \(ownerTokenID), \(fields.url ?? ""), \(types), \(description), \(fields.ordered ?? true), \(secret))
+            RETURNING \(unescaped: Self.subscriptionColumns)
+            """)
+        guard let created else { throw StoreError.unexpected("insert returned no row") }
+        return created
+    }
+
+    public func subscriptions(owner: String?, cursor: String?, limit: Int) async throws -> SubscriptionPage {
+        var after: Int64 = 0
+        if let cursor {
+            guard let data = Data(base64Encoded: cursor), let text = String(data: data, encoding: .utf8),
+                  text.hasPrefix("s:"), let seq = Int64(text.dropFirst(2)) else { throw SubscriptionCursorError.invalid }
+            after = seq
+        }
+        do {
+            let rows = try await client.query("""
+                SELECT \(unescaped: Self.subscriptionColumns) FROM subscriptions
+                WHERE deleted_at IS NULL AND seq > \(after) AND (\(owner)::text IS NULL OR owner_token_id = \(owner))
+                ORDER BY seq LIMIT \(limit + 1)
+                """, logger: logger)
+            var page: [(Subscription, Int64)] = []
+            for try await row in rows.decode(SubscriptionRow.self) { page.append((Self.subscription(row), row.12)) }
+            let hasMore = page.count > limit
+            let items = Array(page.prefix(limit))
+            let next = hasMore ? items.last.map { Data("s:\($0.1)".utf8).base64EncodedString() } : nil
+            return SubscriptionPage(subscriptions: items.map(\.0), nextCursor: next)
+        } catch {
+            throw StoreError.wrap(error)
+        }
+    }
+
+    public func subscription(id: String) async throws -> Subscription? {
+        try await oneSubscription("""
+            SELECT \(unescaped: Self.subscriptionColumns) FROM subscriptions WHERE id = \(id) AND deleted_at IS NULL
+            """)
+    }
+
+    public func updateSubscription(id: String, _ fields: SubscriptionFields) async throws -> Subscription? {
+        let types = fields.eventTypes?.map(\.rawValue)
+        let setDescription = fields.description != nil
+        let description = fields.description ?? nil
+        return try await oneSubscription("""
+            UPDATE subscriptions
+            SET url = coalesce(\(fields.url), url),
+                event_types = coalesce(\(types), event_types),
+                description = CASE WHEN \(setDescription) THEN \(description) ELSE description END,
+                ordered = coalesce(\(fields.ordered), ordered),
+                updated_at = now()
+            WHERE id = \(id) AND deleted_at IS NULL
+            RETURNING \(unescaped: Self.subscriptionColumns)
+            """)
+    }
+
+    public func deleteSubscription(id: String) async throws -> Bool {
+        do {
+            return try await client.withTransaction(logger: logger) { connection in
+                let deleted = try await connection.query("""
+                    UPDATE subscriptions SET deleted_at = now(), enabled = false, updated_at = now()
+                    WHERE id = \(id) AND deleted_at IS NULL RETURNING id
+                    """, logger: logger).collect().count
+                guard deleted == 1 else { return false }
+                try await connection.query("""
+                    UPDATE deliveries SET status = 'cancelled', finished_at = now(), lease_owner = NULL, lease_expires_at = NULL
+                    WHERE subscription_id = \(id) AND status = 'pending'
+                    """, logger: logger)
+                return true
+            }
+        } catch {
+            throw StoreError.wrap(error)
+        }
+    }
+
+    public func setSubscriptionEnabled(id: String, _ enabled: Bool, reason: String?) async throws -> Subscription? {
+        try await oneSubscription("""
+            UPDATE subscriptions
+            SET enabled = \(enabled), disabled_reason = CASE WHEN \(enabled) THEN NULL ELSE \(reason) END,
+                failing_since = CASE WHEN \(enabled) THEN NULL ELSE failing_since END, updated_at = now()
+            WHERE id = \(id) AND deleted_at IS NULL
+            RETURNING \(unescaped: Self.subscriptionColumns)
+            """)
+    }
+
+    public func rotateSubscriptionSecret(id: String, newSecret: String, overlap: Duration) async throws -> Subscription? {
+        try await oneSubscription("""
+            UPDATE subscriptions
+            SET previous_secret = secret, previous_secret_expires_at = now() + make_interval(secs => \(overlap.seconds)),
+                secret = \(newSecret), updated_at = now()
+            WHERE id = \(id) AND deleted_at IS NULL
+            RETURNING \(unescaped: Self.subscriptionColumns)
+            """)
+    }
+}
+
+/// Random identifiers for rows clients see (`sub_…`): 20 characters of lower-case base32.
+enum RandomID {
+    static func make() -> String {
+        let alphabet = Array("abcdefghijklmnopqrstuvwxyz234567")
+        var generator = SystemRandomNumberGenerator()
+        return String((0..<20).map { _ in alphabet[Int(generator.next() % 32)] })
+    }
+}

@@ -1,0 +1,156 @@
+import EchoRelayCore
+import Foundation
+import Logging
+import ServiceLifecycle
+
+/// Settings of the delivery workers.
+public struct DeliveryWorkerConfiguration: Sendable {
+    public var lease: Duration = .seconds(60)
+    public var timeout: Duration = .seconds(15)
+    public var retry = DeliveryRetryPolicy()
+    public var disableAfter: Duration = .seconds(5 * 86_400)
+    public var pollInterval: Duration = .seconds(1)
+    /// Webhooks in flight at once per process.
+    public var concurrency = 64
+    /// Webhooks in flight at once per subscription, so one slow backend cannot take every slot.
+    public var perSubscriptionConcurrency = 8
+    /// Allows private and loopback subscriber addresses, and plain http.
+    public var allowPrivateSubscribers = false
+
+    public init() {}
+}
+
+/// Sends verified updates to subscribers: claims deliveries under a lease (in per-user order
+/// for ordered subscriptions), signs and POSTs them, and records every attempt.
+public struct DeliveryWorker: Service, CustomStringConvertible {
+    public var description: String { "DeliveryWorker" }
+
+    let store: any DeliveryStore
+    let wake: WakeSignal
+    let configuration: DeliveryWorkerConfiguration
+    let owner: String
+    let ready: Gate
+    let logger: Logger
+
+    public init(store: any DeliveryStore, wake: WakeSignal, configuration: DeliveryWorkerConfiguration, owner: String,
+                ready: Gate = Gate(open: true), logger: Logger) {
+        self.store = store
+        self.wake = wake
+        self.configuration = configuration
+        self.owner = owner
+        self.ready = ready
+        self.logger = logger
+    }
+
+    public func run() async throws {
+        let client = WebhookClient(timeout: configuration.timeout)
+        let stopping = Flag()
+        await withGracefulShutdownHandler {
+            await ready.wait()
+            let loop = WorkLoop(concurrency: configuration.concurrency, pollInterval: configuration.pollInterval, wake: wake, logger: logger)
+            await loop.run(until: { stopping.isSet }) { free in
+                try await store.claimDeliveries(owner: owner, limit: free, lease: configuration.lease,
+                                                perSubscriptionCap: configuration.perSubscriptionConcurrency)
+            } process: { task in
+                await deliver(task, client: client)
+            }
+        } onGracefulShutdown: {
+            stopping.set()
+            wake.wake()
+            ready.open()
+        }
+        await client.shutdown()
+    }
+
+    func deliver(_ task: DeliveryTask, client: WebhookClient) async {
+        var logger = self.logger
+        logger[metadataKey: "event.id"] = "\(task.eventID)"
+        logger[metadataKey: "user.id"] = "\(task.userID)"
+        logger[metadataKey: "subscription.id"] = "\(task.subscriptionID)"
+        logger[metadataKey: "delivery.attempt"] = "\(task.attempts)"
+
+        let startedAt = Date()
+        let clock = ContinuousClock()
+        let start = clock.now
+        let answer: WebhookClient.Answer
+        if let refusal = await addressRefusal(task.url) {
+            answer = refusal
+        } else {
+            let body = task.body()
+            answer = await client.post(url: task.url, headers: headers(for: task, body: body), body: body)
+        }
+        if Task.isCancelled {
+            await Task { try? await store.releaseDelivery(task, owner: owner) }.value
+            return
+        }
+
+        let result: DeliveryAttemptResult
+        switch answer.statusCode {
+        case let code? where (200..<300).contains(code): result = .success
+        case 410?: result = .gone
+        case let code? where code == 429 || code == 503:
+            result = .failed(retryAfter: answer.retryAfter.flatMap { DeliveryRetryPolicy.retryAfter($0) })
+        default: result = .failed(retryAfter: nil)
+        }
+        var random = SystemRandomNumberGenerator()
+        let next = configuration.retry.next(after: result, attempts: task.attempts, random: &random)
+        let attempt = DeliveryAttempt(
+            startedAt: startedAt, duration: clock.now - start, statusCode: answer.statusCode, errorKind: answer.errorKind,
+            error: answer.error, responseHead: answer.responseHead
+        )
+        do {
+            guard try await store.recordDeliveryAttempt(task, owner: owner, attempt: attempt, next: next,
+                                                        disableAfter: configuration.disableAfter) else {
+                logger.warning("lease lost before the attempt was recorded; another worker has the delivery")
+                return
+            }
+        } catch {
+            logger.error("recording the delivery attempt failed", metadata: ["error": "\(error)"])
+            return
+        }
+        switch next {
+        case .delivered:
+            logger.info("delivered", metadata: ["http.status": "\(answer.statusCode ?? 0)"])
+        case .retry(let delay):
+            logger.notice("delivery failed, will retry", metadata: [
+                "http.status": "\(answer.statusCode.map(String.init) ?? "none")", "error": "\(answer.error ?? "")",
+                "retry.in": "\(DurationText.format(delay))",
+            ])
+        case .dead(let disabled):
+            logger.warning("delivery dead-lettered", metadata: [
+                "http.status": "\(answer.statusCode.map(String.init) ?? "none")", "error": "\(answer.error ?? "")",
+                "subscription.disabled": "\(disabled ?? "no")",
+            ])
+        }
+        wake.wake()  // the next event of this user may now be due
+    }
+
+    /// Standard Webhooks headers: a stable id, a fresh timestamp and one signature per active secret.
+    func headers(for task: DeliveryTask, body: [UInt8]) -> [(String, String)] {
+        let timestamp = Int64(Date().timeIntervalSince1970)
+        let secrets = task.secrets.compactMap { try? WebhookSecret($0.revealed) }
+        return [
+            ("Content-Type", "application/json"),
+            ("User-Agent", "EchoRelay/\(EchoRelayInfo.version)"),
+            (StandardWebhooks.idHeader, task.webhookID),
+            (StandardWebhooks.timestampHeader, String(timestamp)),
+            (StandardWebhooks.signatureHeader,
+             StandardWebhooks.signatureHeaderValue(id: task.webhookID, timestamp: timestamp, body: body, secrets: secrets)),
+        ]
+    }
+
+    /// Re-checks the subscriber's address right before sending (DNS rebinding).
+    private func addressRefusal(_ url: String) async -> WebhookClient.Answer? {
+        guard !configuration.allowPrivateSubscribers else { return nil }
+        let policy = SubscriberURLPolicy(allowPrivate: false)
+        guard let host = URLComponents(string: url)?.host else {
+            return .init(errorKind: .refusedAddress, error: "the subscription URL has no host")
+        }
+        switch await AddressResolver.check(host: host, policy: policy) {
+        case .success: return nil
+        case .failure(let problem):
+            let kind: DeliveryErrorKind = problem.reason.contains("resolve") ? .dns : .refusedAddress
+            return .init(errorKind: kind, error: "the subscriber's address \(problem.reason)")
+        }
+    }
+}

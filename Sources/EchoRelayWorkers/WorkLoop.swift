@@ -1,0 +1,62 @@
+import EchoRelayCore
+import Logging
+import Synchronization
+
+/// The claim-and-process loop both workers share: keeps up to `concurrency` items in
+/// flight, claims as many as there are free slots in one batch, and when nothing is due
+/// waits for a wake-up or the poll interval. In-flight items finish before it returns.
+struct WorkLoop: Sendable {
+    let concurrency: Int
+    let pollInterval: Duration
+    let wake: WakeSignal
+    let logger: Logger
+
+    func run<Item: Sendable>(
+        until stopped: @escaping @Sendable () -> Bool,
+        claim: @escaping @Sendable (Int) async throws -> [Item],
+        process: @escaping @Sendable (Item) async -> Void
+    ) async {
+        let inFlight = Counter()
+        var failures = 0
+        await withDiscardingTaskGroup { group in
+            while !Task.isCancelled, !stopped() {
+                let free = concurrency - inFlight.value
+                if free > 0 {
+                    do {
+                        let items = try await claim(free)
+                        failures = 0
+                        for item in items {
+                            inFlight.add(1)
+                            group.addTask {
+                                await process(item)
+                                inFlight.add(-1)
+                                wake.wake()
+                            }
+                        }
+                        if items.count == free { continue }  // there may be more due right now
+                    } catch {
+                        failures += 1
+                        logger.error("claiming work failed", metadata: ["error": "\(error)"])
+                        // Back off while the database is away, up to the poll interval.
+                        try? await Task.sleep(for: min(pollInterval, .milliseconds(100 * failures)))
+                    }
+                }
+                await wake.wait(upTo: pollInterval)
+            }
+        }
+    }
+}
+
+/// A count shared between the claim loop and the tasks it starts.
+final class Counter: Sendable {
+    private let count = Mutex(0)
+    var value: Int { count.withLock { $0 } }
+    func add(_ delta: Int) { count.withLock { $0 += delta } }
+}
+
+/// A flag set once, from any task.
+final class Flag: Sendable {
+    private let flag = Mutex(false)
+    var isSet: Bool { flag.withLock { $0 } }
+    func set() { flag.withLock { $0 = true } }
+}

@@ -1,0 +1,210 @@
+import ArgumentParser
+import EchoRelayCore
+import EchoRelayPostgres
+import EchoRelayServer
+import Foundation
+import Logging
+import PostgresNIO
+
+/// `echorelay tokens`: issues, lists and revokes the bearer tokens of the API. Like
+/// `migrate`, it works on the database directly, so it needs no running server and no token
+/// of its own: whoever can reach the database is already trusted.
+struct TokensCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "tokens",
+        abstract: "Create, list and revoke API access tokens (works on the database directly).",
+        discussion: """
+            Requests carry a token as Authorization: Bearer <token>. Its role decides what it may do: \
+            admin (everything), support (read events and users, replays, dead letters) or app (its own \
+            subscriptions). Only a SHA-256 of each token is stored, so a token is shown once, when it is \
+            created, and cannot be shown again: create a new one instead. ECHORELAY_ADMIN_TOKEN, when set on \
+            the server, keeps working as an admin token beside these.
+            """,
+        subcommands: [Create.self, List.self, Revoke.self]
+    )
+
+    struct Create: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Create a token and print it once; the token is the last word of the output.",
+            discussion: """
+                Example:
+                  echorelay tokens create --role support --name "support desk"
+                  created support token "support desk" (tok_…); it is shown only now: er_…
+                """
+        )
+
+        @Option(help: ArgumentHelp("The token's role: admin, support or app.", valueName: "role"))
+        var role: String
+
+        @Option(help: "What the token is for, shown in listings: 1–100 printable characters.")
+        var name: String
+
+        @OptionGroup var database: TokenDatabaseOptions
+
+        func validate() throws {
+            guard Role(rawValue: role) != nil else {
+                throw ValidationError("--role must be admin, support or app, got \"\(role)\"")
+            }
+            do throws(AccessTokenNameError) {
+                try AccessTokenName.validate(name)
+            } catch {
+                throw ValidationError("--name \(error.reason)")
+            }
+        }
+
+        func run() async throws {
+            let role = Role(rawValue: role)!  // checked in validate()
+            let name = name
+            let (record, token) = try await database.withStore { store in
+                try await store.createAccessToken(name: name, role: role)
+            }
+            print("created \(record.role.rawValue) token \"\(record.name)\" (\(record.id)); it is shown only now: \(token.revealed)")
+        }
+    }
+
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "List every token, revoked ones included, oldest first; never the tokens themselves."
+        )
+
+        @Flag(help: "Print a JSON array of {id, name, role, created_at, revoked_at}.")
+        var json = false
+
+        @OptionGroup var database: TokenDatabaseOptions
+
+        func run() async throws {
+            let records = try await database.withStore { store in try await store.accessTokens() }
+            print(json ? try Self.json(records) : Self.table(records))
+        }
+
+        static func table(_ records: [AccessTokenRecord]) -> String {
+            guard !records.isEmpty else { return "no access tokens (create one with: echorelay tokens create)" }
+            let rows = [["ID", "NAME", "ROLE", "CREATED", "REVOKED"]] + records.map { record in
+                [record.id, record.name, record.role.rawValue, RFC3339.format(record.createdAt),
+                 record.revokedAt.map(RFC3339.format) ?? "-"]
+            }
+            let widths = (0..<5).map { column in rows.map { $0[column].count }.max() ?? 0 }
+            return rows.map { row in
+                row.indices.map { column in
+                    let cell = row[column]
+                    guard column < row.count - 1 else { return cell }  // no trailing spaces
+                    return cell + String(repeating: " ", count: widths[column] - cell.count)
+                }.joined(separator: "  ")
+            }.joined(separator: "\n")
+        }
+
+        static func json(_ records: [AccessTokenRecord]) throws -> String {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+            let rows = records.map {
+                TokenListRow(id: $0.id, name: $0.name, role: $0.role.rawValue, createdAt: RFC3339.format($0.createdAt),
+                             revokedAt: $0.revokedAt.map(RFC3339.format))
+            }
+            return String(decoding: try encoder.encode(rows), as: UTF8.self)
+        }
+    }
+
+    struct Revoke: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Revoke a token by its id (tok_…); requests carrying it get 401 from then on."
+        )
+
+        @Argument(help: ArgumentHelp("The token's id, as `echorelay tokens list` shows it.", valueName: "id"))
+        var id: String
+
+        @OptionGroup var database: TokenDatabaseOptions
+
+        func run() async throws {
+            let id = id
+            let (record, revoked) = try await database.withStore { store in
+                let revoked = try await store.revokeAccessToken(id: id)
+                // Read back for the confirmation, and to tell an unknown id from a revoked one.
+                guard let record = try await store.accessTokens().first(where: { $0.id == id }) else {
+                    throw TokensCommandError("no access token has the id \"\(id)\" (see: echorelay tokens list)")
+                }
+                return (record, revoked)
+            }
+            if revoked {
+                print("revoked \(record.role.rawValue) token \"\(record.name)\" (\(record.id)); requests carrying it now get 401")
+            } else {
+                // The token is revoked either way, so this is not a failure: scripts may repeat a revoke.
+                let when = record.revokedAt.map(RFC3339.format) ?? "an earlier time"
+                print("\(record.role.rawValue) token \"\(record.name)\" (\(record.id)) was already revoked at \(when); nothing changed")
+            }
+        }
+    }
+}
+
+/// One token in `tokens list --json`.
+struct TokenListRow: Encodable {
+    let id: String
+    let name: String
+    let role: String
+    let createdAt: String
+    let revokedAt: String?
+
+    enum CodingKeys: String, CodingKey {
+        case id, name, role
+        case createdAt = "created_at"
+        case revokedAt = "revoked_at"
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(id, forKey: .id)
+        try container.encode(name, forKey: .name)
+        try container.encode(role, forKey: .role)
+        try container.encode(createdAt, forKey: .createdAt)
+        try container.encode(revokedAt, forKey: .revokedAt)  // null while valid, not absent
+    }
+}
+
+/// The database and logging options every `tokens` subcommand shares.
+struct TokenDatabaseOptions: ParsableArguments {
+    @Option(help: "PostgreSQL URL. (env: ECHORELAY_DATABASE_URL, required)")
+    var databaseURL: String?
+
+    @Option(help: "Log level: trace, debug, info, notice, warning, error, critical. (env: ECHORELAY_LOG_LEVEL, default: warning)")
+    var logLevel: String?
+
+    /// Runs `body` with a store on the database, after applying any pending migrations so
+    /// that a token can be created before the first `serve`.
+    func withStore<Result: Sendable>(_ body: @Sendable (PostgresEventStore) async throws -> Result) async throws -> Result {
+        // Warnings only by default: the output is for the operator, and may be parsed.
+        let chosenLevel = Setting.value(logLevel, "ECHORELAY_LOG_LEVEL")
+        let logger = try LoggingOptions.parse(["--log-level", chosenLevel ?? "warning"]).bootstrap(label: "echorelay.tokens")
+        // The pool's own logger. `withRunning` starts `run()` and the first query together, so
+        // the pool may warn that a connection was asked for before `run()` began, which is
+        // harmless. Unless a level was chosen, only its errors are shown; a connection that
+        // fails is reported anyway, as the command's error.
+        var poolLogger = logger
+        if chosenLevel == nil { poolLogger.logLevel = .error }
+        let url = try Setting.databaseURL(databaseURL)
+        let clientConfiguration: PostgresClient.Configuration
+        do throws(DatabaseURLError) {
+            clientConfiguration = try DatabaseURL.postgresConfiguration(url.revealed)
+        } catch {
+            throw ConfigurationError(setting: "ECHORELAY_DATABASE_URL", reason: error.reason)
+        }
+        return try await PostgresClient.withRunning(clientConfiguration, logger: poolLogger) { client in
+            do {
+                try await Migrator(client: client, logger: logger).migrate()
+            } catch let error as MigrationError {
+                throw TokensCommandError(error.description)
+            } catch {
+                // PSQLError's own description hides the cause; this one is safe to print.
+                throw TokensCommandError("could not prepare the database: \(safeDescription(of: error))")
+            }
+            return try await body(PostgresEventStore(client: client, logger: logger))
+        }
+    }
+}
+
+/// A failure of a `tokens` command, printed as `Error: <description>` with a non-zero exit.
+struct TokensCommandError: Error, CustomStringConvertible {
+    let description: String
+
+    init(_ description: String) {
+        self.description = description
+    }
+}

@@ -1,0 +1,327 @@
+import Crypto
+import EchoRelayCore
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+import NIOCore
+import Synchronization
+
+/// A stand-in app backend on an ephemeral loopback port: it accepts `POST` on any path,
+/// checks every Standard Webhooks signature with its own code (`SubscriberSignatures` below,
+/// not EchoRelay's `StandardWebhooks`), records every request it receives, and answers from
+/// a script — a status with headers and body, or a hang — then with `defaultAnswer`.
+public final class StandInSubscriber: Sendable {
+    /// How one request is answered.
+    public enum Answer: Sendable {
+        /// This status, with these headers and this body (sent as `application/json` unless
+        /// the headers name another `Content-Type`).
+        case status(Int, headers: [(String, String)] = [], body: String = "")
+        /// No answer for this long (a slow or stuck receiver), then `defaultAnswer`. Cut short
+        /// with `503` when the subscriber stops, so a test's teardown never waits for it.
+        case hang(Duration)
+
+        /// `200 {"ok":true}`.
+        public static let ok = Answer.status(200, body: #"{"ok":true}"#)
+
+        /// The status this answer sends at once; `nil` for a hang.
+        public var statusCode: Int? {
+            if case .status(let code, _, _) = self { return code }
+            return nil
+        }
+    }
+
+    /// One request as the subscriber received it.
+    public struct ReceivedDelivery: Sendable {
+        /// Arrival order, from 0.
+        public let index: Int
+        public let path: String
+        public let query: String?
+        public let webhookID: String?
+        /// The `webhook-timestamp` header as sent (unix seconds, as text).
+        public let webhookTimestamp: String?
+        /// The `v1,<base64>` entries of `webhook-signature`, in header order; other versions left out.
+        public let signatures: [String]
+        /// The known secrets (`whsec_…` text) for which some `v1,` entry matched.
+        public let signedBy: Set<String>
+        /// Whether `webhook-timestamp` was unix seconds within 5 minutes of the arrival time.
+        public let timestampWithinTolerance: Bool
+        public let userAgent: String?
+        public let contentType: String?
+        /// Every header, by lower-cased name; repeated headers joined with ", ".
+        public let headers: [String: String]
+        /// The raw body bytes.
+        public let body: Data
+        /// The body parsed as JSON; `nil` when it is not JSON.
+        public let json: JSONValue?
+        public let receivedAt: Date
+        /// The answer this request was given (or, for a hang, is being given).
+        public let answer: Answer
+
+        /// True when some known secret produced one of the `v1,` entries.
+        public var signatureValid: Bool { !signedBy.isEmpty }
+        public var bodyText: String { String(decoding: body, as: UTF8.self) }
+        /// The body as a JSON object, if it is one.
+        public var object: [String: JSONValue]? { json?.objectValue }
+    }
+
+    struct Secret {
+        let text: String
+        /// nil when the text is not `whsec_<base64>`: such a secret never matches.
+        let key: SymmetricKey?
+    }
+
+    struct State {
+        var secrets: [Secret] = []
+        var script: [Answer] = []
+        var pathScripts: [String: [Answer]] = [:]
+        var defaultAnswer = Answer.ok
+        var deliveries: [ReceivedDelivery] = []
+        var port = 0
+        var stopped = false
+        var hanging: [Int: Task<Void, Never>] = [:]
+        var nextHang = 0
+    }
+
+    /// How far `webhook-timestamp` may be from the arrival time for `timestampWithinTolerance`.
+    public static let timestampTolerance: TimeInterval = 5 * 60
+    /// Bodies larger than this are refused with `413` (and not recorded).
+    public static let bodyLimit = 4 << 20
+    private let state = Mutex(State())
+    private let arrived = WakeSignal()
+
+    public init(secrets: [String] = []) {
+        setSecrets(secrets)
+    }
+
+    // MARK: Set-up
+
+    /// The secrets the subscriber knows (`whsec_<base64>`); a delivery's `signedBy` names
+    /// each of them that signed it. Replaces the previous list; applies to later requests.
+    public func setSecrets(_ secrets: [String]) {
+        let parsed = secrets.map { Secret(text: $0, key: SubscriberSignatures.key(fromSecret: $0)) }
+        state.withLock { $0.secrets = parsed }
+    }
+
+    /// Answers for the next requests, in order, after any answers still scripted.
+    /// When none is left, requests get `defaultAnswer`.
+    public func script(_ answers: [Answer]) {
+        state.withLock { $0.script += answers }
+    }
+
+    /// Answers for the next requests to this path (e.g. `"/hooks"`), in order; they come
+    /// before the general script. When none is left for the path, the general script applies.
+    public func script(_ answers: [Answer], forPath path: String) {
+        state.withLock { $0.pathScripts[path, default: []] += answers }
+    }
+
+    /// The answer once every script is used up. `200 {"ok":true}` unless changed.
+    public var defaultAnswer: Answer {
+        get { state.withLock { $0.defaultAnswer } }
+        set { state.withLock { $0.defaultAnswer = newValue } }
+    }
+
+    /// Forgets the deliveries received so far (the arrival index keeps counting).
+    public func clearDeliveries() {
+        state.withLock { $0.deliveries.removeAll() }
+    }
+
+    // MARK: Reading
+
+    public var deliveries: [ReceivedDelivery] { state.withLock { $0.deliveries } }
+    public var port: Int { state.withLock { $0.port } }
+
+    /// `http://127.0.0.1:PORT/hooks`, or another path.
+    public func url(_ path: String = "/hooks") -> String {
+        "http://127.0.0.1:\(port)" + (path.hasPrefix("/") ? path : "/" + path)
+    }
+
+    /// Waits until at least `count` deliveries have arrived; returns all of them.
+    /// Throws `TestSetupError` saying what did arrive when `within` runs out first.
+    @discardableResult
+    public func waitForDeliveries(count: Int, within limit: Duration) async throws -> [ReceivedDelivery] {
+        let clock = ContinuousClock()
+        let deadline = clock.now + limit
+        while true {
+            let received = deliveries
+            if received.count >= count { return received }
+            let now = clock.now
+            guard now < deadline else {
+                let seen = received.map { "\($0.path) \($0.webhookID ?? "-")" }.joined(separator: ", ")
+                throw TestSetupError("the subscriber received \(received.count) of \(count) deliveries within \(limit): [\(seen)]")
+            }
+            try Task.checkCancellation()
+            await arrived.wait(upTo: min(deadline - now, .milliseconds(50)))
+        }
+    }
+
+    // MARK: Running
+
+    /// Serves for the length of `body`. Hanging requests are released when it ends.
+    public func run<Result: Sendable>(_ body: @Sendable (StandInSubscriber) async throws -> Result) async throws -> Result {
+        state.withLock { $0.stopped = false }
+        let router = Router()
+        router.post("/") { request, _ in await self.answer(request) }
+        router.post("**") { request, _ in await self.answer(request) }
+        let started = Gate()
+        let app = Application(
+            router: router,
+            configuration: .init(address: .hostname("127.0.0.1", port: 0)),
+            onServerRunning: { channel in
+                self.state.withLock { $0.port = channel.localAddress?.port ?? 0 }
+                started.open()
+            },
+            logger: TestLogger.quiet
+        )
+        return try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await app.run() }
+            await started.wait()
+            defer {
+                releaseHanging()
+                group.cancelAll()
+            }
+            return try await body(self)
+        }
+    }
+
+    /// Ends every hang now and makes later hangs end at once.
+    private func releaseHanging() {
+        let tasks = state.withLock { state -> [Task<Void, Never>] in
+            state.stopped = true
+            defer { state.hanging.removeAll() }
+            return Array(state.hanging.values)
+        }
+        for task in tasks { task.cancel() }
+    }
+
+    private func answer(_ request: Request) async -> Response {
+        let received = Date()
+        let body: Data
+        do {
+            body = Data(try await request.body.collect(upTo: Self.bodyLimit).readableBytesView)
+        } catch {
+            return Self.response(.status(413, body: #"{"error":"body too large"}"#))
+        }
+
+        var headers: [String: String] = [:]
+        for field in request.headers {
+            let name = field.name.canonicalName
+            headers[name] = headers[name].map { $0 + ", " + field.value } ?? field.value
+        }
+        let id = request.headers[HTTPField.Name("webhook-id")!]
+        let timestamp = request.headers[HTTPField.Name("webhook-timestamp")!]
+        let signatureHeader = request.headers[values: HTTPField.Name("webhook-signature")!].joined(separator: " ")
+        let signatures = signatureHeader.split(separator: " ").map(String.init).filter { $0.hasPrefix("v1,") }
+        let path = request.uri.path
+        let json = try? JSONValue.parse(body)
+        let timestampFresh = timestamp.flatMap { text -> Bool? in
+            guard !text.isEmpty, text.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }),
+                  let seconds = Int64(text) else { return nil }
+            return abs(Double(seconds) - received.timeIntervalSince1970) <= Self.timestampTolerance
+        } ?? false
+
+        let (answer, fallback) = state.withLock { state -> (Answer, Answer) in
+            let signedBy: Set<String>
+            if let id, let timestamp {
+                signedBy = Set(state.secrets.filter { secret in
+                    guard let key = secret.key else { return false }
+                    return SubscriberSignatures.matches(signatures, id: id, timestamp: timestamp, body: body, key: key)
+                }.map(\.text))
+            } else {
+                signedBy = []
+            }
+            let answer: Answer
+            if var queue = state.pathScripts[path], !queue.isEmpty {
+                answer = queue.removeFirst()
+                state.pathScripts[path] = queue
+            } else if !state.script.isEmpty {
+                answer = state.script.removeFirst()
+            } else {
+                answer = state.defaultAnswer
+            }
+            state.deliveries.append(ReceivedDelivery(
+                index: (state.deliveries.last?.index ?? -1) + 1, path: path, query: request.uri.query,
+                webhookID: id, webhookTimestamp: timestamp, signatures: signatures, signedBy: signedBy,
+                timestampWithinTolerance: timestampFresh, userAgent: request.headers[.userAgent],
+                contentType: request.headers[.contentType], headers: headers, body: body, json: json,
+                receivedAt: received, answer: answer
+            ))
+            return (answer, state.defaultAnswer)
+        }
+        arrived.wake()
+
+        switch answer {
+        case .status:
+            return Self.response(answer)
+        case .hang(let duration):
+            let released = await hang(for: duration)
+            if released { return Self.response(.status(503, body: #"{"error":"subscriber stopped"}"#)) }
+            if case .hang = fallback { return Self.response(.ok) }
+            return Self.response(fallback)
+        }
+    }
+
+    /// Sleeps for `duration` unless the subscriber stops or the request is cancelled first;
+    /// returns true when cut short.
+    private func hang(for duration: Duration) async -> Bool {
+        let sleeper = Task<Void, Never> { try? await Task.sleep(for: duration) }
+        let key = state.withLock { state -> Int? in
+            guard !state.stopped else { return nil }
+            state.nextHang += 1
+            state.hanging[state.nextHang] = sleeper
+            return state.nextHang
+        }
+        guard let key else {
+            sleeper.cancel()
+            return true
+        }
+        await withTaskCancellationHandler {
+            await sleeper.value
+        } onCancel: {
+            sleeper.cancel()
+        }
+        let stillRegistered = state.withLock { $0.hanging.removeValue(forKey: key) != nil }
+        return !stillRegistered || sleeper.isCancelled
+    }
+
+    private static func response(_ answer: Answer) -> Response {
+        guard case .status(let status, let extraHeaders, let body) = answer else {
+            return response(.ok)
+        }
+        var fields = HTTPFields()
+        for (name, value) in extraHeaders {
+            if let name = HTTPField.Name(name) { fields.append(HTTPField(name: name, value: value)) }
+        }
+        if !body.isEmpty, fields[.contentType] == nil { fields[.contentType] = "application/json" }
+        return Response(status: .init(code: status), headers: fields, body: .init(byteBuffer: ByteBuffer(string: body)))
+    }
+}
+
+/// The subscriber's own Standard Webhooks check, written separately from EchoRelay's
+/// `StandardWebhooks` so that a bug in one is caught by the other.
+enum SubscriberSignatures {
+    /// The HMAC key of `whsec_<base64>` (padding optional), or nil if it is not that shape.
+    static func key(fromSecret secret: String) -> SymmetricKey? {
+        guard secret.hasPrefix("whsec_") else { return nil }
+        var encoded = String(secret.dropFirst("whsec_".count))
+        while encoded.count % 4 != 0 { encoded += "=" }
+        guard let bytes = Data(base64Encoded: encoded), !bytes.isEmpty else { return nil }
+        return SymmetricKey(data: bytes)
+    }
+
+    /// `v1,` followed by the base64 HMAC-SHA256 of `id.timestamp.body`.
+    static func expected(id: String, timestamp: String, body: Data, key: SymmetricKey) -> String {
+        var content = Data(id.utf8)
+        content.append(UInt8(ascii: "."))
+        content.append(contentsOf: timestamp.utf8)
+        content.append(UInt8(ascii: "."))
+        content.append(body)
+        return "v1," + Data(HMAC<SHA256>.authenticationCode(for: content, using: key)).base64EncodedString()
+    }
+
+    /// Whether any of the `v1,` entries is the signature of this message under `key`.
+    static func matches(_ entries: [String], id: String, timestamp: String, body: Data, key: SymmetricKey) -> Bool {
+        let expected = expected(id: id, timestamp: timestamp, body: body, key: key)
+        return entries.contains(expected)
+    }
+}
