@@ -163,24 +163,9 @@ public final class StandInSubscriber: Sendable {
         let router = Router()
         router.post("/") { request, _ in await self.answer(request) }
         router.post("**") { request, _ in await self.answer(request) }
-        let started = Gate()
-        let app = Application(
-            router: router,
-            configuration: .init(address: .hostname("127.0.0.1", port: 0)),
-            onServerRunning: { channel in
-                self.state.withLock { $0.port = channel.localAddress?.port ?? 0 }
-                started.open()
-            },
-            logger: TestLogger.quiet
-        )
-        return try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { try await app.run() }
-            await started.wait()
-            defer {
-                releaseHanging()
-                group.cancelAll()
-            }
-            return try await body(self)
+        return try await LoopbackServer.run(router, onPort: { port in self.state.withLock { $0.port = port } },
+                                            onStop: { self.releaseHanging() }) {
+            try await body(self)
         }
     }
 
