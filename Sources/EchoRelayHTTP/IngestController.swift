@@ -50,7 +50,9 @@ struct IngestController<Context: RequestContext>: Sendable {
         logger[metadataKey: "user.id"] = "\(event.userID)"
         let receipt: IngestReceipt
         do {
-            receipt = try await store.ingest(event)
+            // A database that does not answer is an outage (503), never a hung provider. If the
+            // commit landed just before the limit, the provider's retry gets the same receipt.
+            receipt = try await withTimeout(.seconds(10)) { [store] in try await store.ingest(event) }
         } catch IngestError.conflict {
             logger.notice("ingest conflict: same id, different body")
             throw Problem(

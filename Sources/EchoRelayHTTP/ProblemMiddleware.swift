@@ -17,6 +17,9 @@ struct ProblemMiddleware<Context: RequestContext>: RouterMiddleware {
             context.logger.error("store failure", metadata: ["error": "\(error)"])
             if case .unavailable = error { throw Problem.serviceUnavailable }
             throw Problem.internalError
+        } catch is TimeoutError {
+            context.logger.error("the database did not answer in time")
+            throw Problem.serviceUnavailable
         } catch let error as any HTTPResponseError {
             throw Problem(error.status, slug: slug(for: error.status), title: error.status.reasonPhrase)
         } catch {

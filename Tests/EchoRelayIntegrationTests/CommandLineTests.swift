@@ -95,6 +95,11 @@ import Glibc
         let http = HTTPTestClient(port: port)
         try await server.waitUntilAnswering(http)
         #expect(try await http.get("/readyz").status == 503)
+        // Ingest answers 503 (retry later), never a false 202, and never hangs.
+        let body = eventBody()
+        let response = try await http.send(.POST, "/v1/events", headers: try EventSigner(secret: LiveServer.ingestSecret).headers(for: body), body: body)
+        #expect(response.status == 503)
+        #expect(response.headers["Retry-After"].first != nil)
     }
 
     /// Echo settings that allow no real host, so nothing leaves the machine.
