@@ -1,7 +1,7 @@
 import Foundation
 
 /// Everything EchoRelay stores, behind one name: PostgreSQL implements it all.
-public typealias EchoRelayStore = EventStore & SubscriptionStore & DeliveryStore & AccessTokenStore
+public typealias EchoRelayStore = EventStore & SubscriptionStore & DeliveryStore & AccessTokenStore & ReplayStore & AuditStore & TimelineStore & DeadLetterStore
 
 /// The storage behind EchoRelay. PostgreSQL implements it for production; an embedded store
 /// follows. Every method is one atomic step: it either happens whole or not at all.

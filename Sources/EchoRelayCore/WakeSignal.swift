@@ -74,3 +74,9 @@ public final class WakeSignal: Sendable {
         continuation?.resume()
     }
 }
+
+/// What kind of work a request has just committed, so only the workers that take it are
+/// woken: an ingest must not make every delivery worker run its claim query.
+public enum WorkKind: Sendable {
+    case verification, delivery, replay
+}

@@ -16,8 +16,8 @@ struct EventsController<Context: RequestContext>: Sendable {
     }
 
     @Sendable func show(_ request: Request, context: Context) async throws -> Response {
-        _ = try await authorizer.require(request, roles: [.admin, .support])
-        let id = try context.parameters.require("id")
+        _ = try await authorizer.require(request, roles: .staff)
+        let id = try context.parameters.decoded("id")
         guard let event = try await store.event(id: id) else {
             throw Problem.notFound("no event with id \"\(id)\"")
         }
@@ -98,6 +98,7 @@ struct DeliveryView: Encodable {
     enum CodingKeys: String, CodingKey {
         case status, attempts
         case subscriptionID = "subscription_id"
+        case replayID = "replay_id"
         case webhookID = "webhook_id"
         case createdAt = "created_at"
         case finishedAt = "finished_at"
@@ -107,6 +108,7 @@ struct DeliveryView: Encodable {
     func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(delivery.subscriptionID, forKey: .subscriptionID)
+        try container.encode(delivery.replayID, forKey: .replayID)
         try container.encode(delivery.webhookID, forKey: .webhookID)
         try container.encode(delivery.status.rawValue, forKey: .status)
         try container.encode(RFC3339.format(delivery.createdAt), forKey: .createdAt)

@@ -10,7 +10,7 @@ import NIOCore
 struct SubscriptionsController<Context: RequestContext>: Sendable {
     static var secretOverlap: Duration { .seconds(24 * 3600) }
 
-    let store: any SubscriptionStore
+    let store: any SubscriptionStore & AuditStore
     let authorizer: BearerAuthorizer
     let urlPolicy: SubscriberURLPolicy
 
@@ -33,7 +33,7 @@ struct SubscriptionsController<Context: RequestContext>: Sendable {
     /// learn which ids other apps have.
     private func owned(_ request: Request, _ context: Context) async throws -> (Principal, Subscription) {
         let principal = try await principal(request)
-        let id = try context.parameters.require("id")
+        let id = try context.parameters.decoded("id")
         guard let subscription = try await store.subscription(id: id),
               principal.role == .admin || subscription.ownerTokenID == principal.tokenID
         else { throw Problem.notFound("no subscription with id \"\(id)\"") }
@@ -48,7 +48,7 @@ struct SubscriptionsController<Context: RequestContext>: Sendable {
         let subscription = try await store.createSubscription(
             fields, ownerTokenID: principal.role == .app ? principal.tokenID : nil, secret: secret
         )
-        context.logger.info("subscription created", metadata: ["subscription.id": "\(subscription.id)", "actor": "\(principal.name)"])
+        await audit(principal, "subscription.create", subscription.id, context)
         return try JSONResponse.make(status: .created, SubscriptionView(subscription, secret: secret))
     }
 
@@ -83,19 +83,20 @@ struct SubscriptionsController<Context: RequestContext>: Sendable {
     }
 
     @Sendable func update(_ request: Request, context: Context) async throws -> Response {
-        let (_, subscription) = try await owned(request, context)
+        let (principal, subscription) = try await owned(request, context)
         var fields = try await SubscriptionInput.parse(request, requireAll: false)
         if fields.url != nil { fields.url = try checkedURL(fields.url) }
         guard let updated = try await store.updateSubscription(id: subscription.id, fields) else {
             throw Problem.notFound("no subscription with id \"\(subscription.id)\"")
         }
+        await audit(principal, "subscription.update", subscription.id, context)
         return try JSONResponse.make(SubscriptionView(updated))
     }
 
     @Sendable func delete(_ request: Request, context: Context) async throws -> Response {
         let (principal, subscription) = try await owned(request, context)
         _ = try await store.deleteSubscription(id: subscription.id)
-        context.logger.info("subscription deleted", metadata: ["subscription.id": "\(subscription.id)", "actor": "\(principal.name)"])
+        await audit(principal, "subscription.delete", subscription.id, context)
         return Response(status: .noContent)
     }
 
@@ -104,6 +105,7 @@ struct SubscriptionsController<Context: RequestContext>: Sendable {
         guard let changed = try await store.setSubscriptionEnabled(
             id: subscription.id, enabled, reason: enabled ? nil : "disabled by \(principal.name)"
         ) else { throw Problem.notFound("no subscription with id \"\(subscription.id)\"") }
+        await audit(principal, enabled ? "subscription.enable" : "subscription.disable", subscription.id, context)
         return try JSONResponse.make(SubscriptionView(changed))
     }
 
@@ -113,8 +115,19 @@ struct SubscriptionsController<Context: RequestContext>: Sendable {
         guard let rotated = try await store.rotateSubscriptionSecret(id: subscription.id, newSecret: secret, overlap: Self.secretOverlap) else {
             throw Problem.notFound("no subscription with id \"\(subscription.id)\"")
         }
-        context.logger.info("subscription secret rotated", metadata: ["subscription.id": "\(subscription.id)", "actor": "\(principal.name)"])
+        await audit(principal, "subscription.rotate_secret", subscription.id, context)
         return try JSONResponse.make(SubscriptionView(rotated, secret: secret))
+    }
+
+    /// Logs the change and writes its audit entry. The change has already committed, so a
+    /// failure to audit is logged rather than answered: a retried create would duplicate it.
+    private func audit(_ principal: Principal, _ action: String, _ id: String, _ context: Context) async {
+        context.logger.info("\(action)", metadata: ["subscription.id": "\(id)", "actor": "\(principal.name)"])
+        do {
+            try await store.recordAudit(actor: principal, action: action, target: id, filter: nil, matched: nil, reason: nil)
+        } catch {
+            context.logger.error("writing the audit entry failed", metadata: ["action": "\(action)", "error": "\(error)"])
+        }
     }
 
     private func checkedURL(_ url: String?) throws -> String {
@@ -138,6 +151,7 @@ enum SubscriptionInput {
         var problems: [FieldProblem] = []
 
         switch object["url"] {
+        case .string(let url)? where TextRules.containsNUL(url): problems.append(.init(field: "url", reason: TextRules.nulReason))
         case .string(let url)?: fields.url = url
         case nil where !requireAll: break
         case nil, .null?: problems.append(.init(field: "url", reason: "is required"))
@@ -166,6 +180,7 @@ enum SubscriptionInput {
         case .null?: fields.description = .some(nil)
         case .string(let text)?:
             if text.count > 500 { problems.append(.init(field: "description", reason: "must be at most 500 characters")) }
+            if TextRules.containsNUL(text) { problems.append(.init(field: "description", reason: TextRules.nulReason)) }
             fields.description = .some(text)
         case let other?: problems.append(.init(field: "description", reason: "must be a string, not \(other.typeName)"))
         }

@@ -15,8 +15,8 @@ struct UsersController<Context: RequestContext>: Sendable {
     }
 
     @Sendable func show(_ request: Request, context: Context) async throws -> Response {
-        _ = try await authorizer.require(request, roles: [.admin, .support])
-        let userID = try context.parameters.require("user_id")
+        _ = try await authorizer.require(request, roles: .staff)
+        let userID = try context.parameters.decoded("user_id")
         guard let user = try await store.user(id: userID) else {
             throw Problem.notFound("no verified state for user \"\(userID)\": no event of theirs has been verified yet")
         }

@@ -13,7 +13,7 @@ extension PostgresEventStore: DeliveryStore {
                    'msg_' || substr(md5(\(task.eventID) || '/' || s.id), 1, 26)
             FROM subscriptions s
             WHERE s.enabled AND s.deleted_at IS NULL AND \(task.type.rawValue) = ANY (s.event_types)
-            ON CONFLICT (event_id, subscription_id) DO NOTHING
+            ON CONFLICT (event_id, subscription_id) WHERE replay_id IS NULL DO NOTHING
             """, logger: logger)
     }
 
@@ -64,18 +64,20 @@ extension PostgresEventStore: DeliveryStore {
                           e.provider_phone_number,
                           (SELECT p.provider_phone_number FROM events p
                            WHERE p.user_id = e.user_id AND p.sequence < e.sequence AND p.status = 'verified'
-                           ORDER BY p.sequence DESC LIMIT 1)
+                           ORDER BY p.sequence DESC LIMIT 1),
+                          d.replay_id, (SELECT r.created_at FROM replays r WHERE r.id = d.replay_id)
                 """, logger: logger)
             var tasks: [DeliveryTask] = []
             for try await row in rows.decode(
-                (Int64, String, String, String, Int, String, String, String?, String, String, Int64, Date, Date, String?, String?).self
+                (Int64, String, String, String, Int, String, String, String?, String, String, Int64, Date, Date, String?, String?,
+                 String?, Date?).self
             ) {
                 guard let type = EventType(rawValue: row.8) else { throw StoreError.unexpected("event \(row.1) has an unknown type") }
                 tasks.append(DeliveryTask(
                     deliveryID: row.0, eventID: row.1, subscriptionID: row.2, webhookID: row.3, url: row.5,
-                    secrets: [Secret(row.6)] + (row.7.map { [Secret($0)] } ?? []), attempts: row.4, type: type,
+                    secrets: try openSecrets(row.6, row.7, subscriptionID: row.2), attempts: row.4, type: type,
                     userID: row.9, sequence: row.10, occurredAt: row.11, verifiedAt: row.12, phoneNumber: row.13,
-                    previousPhoneNumber: row.14
+                    previousPhoneNumber: row.14, replay: row.15.flatMap { id in row.16.map { DeliveryReplay(id: id, at: $0) } }
                 ))
             }
             return tasks
@@ -159,15 +161,16 @@ extension PostgresEventStore: DeliveryStore {
             var order: [Int64] = []
             let rows = try await client.query("""
                 SELECT id, subscription_id, webhook_id, status, created_at, finished_at,
-                       CASE WHEN status = 'pending' THEN due_at END
+                       CASE WHEN status = 'pending' THEN due_at END, replay_id
                 FROM deliveries WHERE event_id = \(eventID) ORDER BY id
                 """, logger: logger)
-            for try await (id, subscriptionID, webhookID, status, createdAt, finishedAt, nextAt)
-                in rows.decode((Int64, String, String, String, Date, Date?, Date?).self) {
+            for try await (id, subscriptionID, webhookID, status, createdAt, finishedAt, nextAt, replayID)
+                in rows.decode((Int64, String, String, String, Date, Date?, Date?, String?).self) {
                 records[id] = DeliveryRecord(
                     subscriptionID: subscriptionID, webhookID: webhookID, status: DeliveryStatus(rawValue: status) ?? .pending,
                     createdAt: createdAt, finishedAt: finishedAt, nextAttemptAt: nextAt, attempts: []
                 )
+                records[id]?.replayID = replayID
                 order.append(id)
             }
             let attempts = try await client.query("""

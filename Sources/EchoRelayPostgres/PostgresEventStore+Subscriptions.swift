@@ -33,9 +33,10 @@ extension PostgresEventStore: SubscriptionStore {
         let id = "sub_" + RandomID.make()
         let types = (fields.eventTypes ?? []).map(\.rawValue)
         let description = fields.description ?? nil
+        let stored = try sealed(secret, subscriptionID: id)
         let created = try await oneSubscription("""
             INSERT INTO subscriptions (id, owner_token_id, url, event_types, description, ordered, secret)
-            VALUES (\(id), \(ownerTokenID), \(fields.url ?? ""), \(types), \(description), \(fields.ordered ?? true), \(secret))
+            VALUES (\(id), \(ownerTokenID), \(fields.url ?? ""), \(types), \(description), \(fields.ordered ?? true), \(stored))
             RETURNING \(unescaped: Self.subscriptionColumns)
             """)
         guard let created else { throw StoreError.unexpected("insert returned no row") }
@@ -118,13 +119,56 @@ extension PostgresEventStore: SubscriptionStore {
     }
 
     public func rotateSubscriptionSecret(id: String, newSecret: String, overlap: Duration) async throws -> Subscription? {
-        try await oneSubscription("""
+        // The previous secret moves as it is stored: sealed or not, it belongs to the same row.
+        let stored = try sealed(newSecret, subscriptionID: id)
+        return try await oneSubscription("""
             UPDATE subscriptions
             SET previous_secret = secret, previous_secret_expires_at = now() + make_interval(secs => \(overlap.seconds)),
-                secret = \(newSecret), updated_at = now()
+                secret = \(stored), updated_at = now()
             WHERE id = \(id) AND deleted_at IS NULL
             RETURNING \(unescaped: Self.subscriptionColumns)
             """)
+    }
+}
+
+extension PostgresEventStore {
+    /// `secret` as the row stores it: sealed when the store has a sealer.
+    func sealed(_ secret: String, subscriptionID: String) throws -> String {
+        try sealer?.seal(secret, subscriptionID: subscriptionID) ?? secret
+    }
+
+    /// The signing secrets of a claimed delivery, opened: the current one, then the previous.
+    func openSecrets(_ current: String, _ previous: String?, subscriptionID: String) throws -> [Secret] {
+        try ([current] + (previous.map { [$0] } ?? [])).map { stored throws(SecretSealerError) in
+            Secret(try SecretSealer.open(stored, subscriptionID: subscriptionID, with: sealer))
+        }
+    }
+
+    public func resealSubscriptionSecrets() async throws -> Int {
+        guard let sealer else { throw SecretSealerError.notConfigured }
+        // A sealing error comes out of `transaction` as it is, and nothing is changed.
+        return try await transaction { connection in
+            let rows = try await connection.query(
+                "SELECT id, secret, previous_secret FROM subscriptions ORDER BY seq FOR UPDATE", logger: logger
+            )
+            var changes: [(id: String, secret: String?, previous: String?)] = []
+            for try await (id, secret, previous) in rows.decode((String, String, String?).self) {
+                let newSecret = try sealer.reseal(secret, subscriptionID: id)
+                let newPrevious = try previous.flatMap { stored throws(SecretSealerError) in
+                    try sealer.reseal(stored, subscriptionID: id)
+                }
+                if newSecret != nil || newPrevious != nil { changes.append((id, newSecret, newPrevious)) }
+            }
+            for change in changes {
+                try await connection.query("""
+                    UPDATE subscriptions
+                    SET secret = coalesce(\(change.secret), secret),
+                        previous_secret = coalesce(\(change.previous), previous_secret)
+                    WHERE id = \(change.id)
+                    """, logger: logger)
+            }
+            return changes.count
+        }
     }
 }
 

@@ -8,10 +8,13 @@ import PostgresNIO
 public struct PostgresEventStore: EventStore {
     let client: PostgresClient
     let logger: Logger
+    /// Seals subscription secrets on write and opens them for signing; nil stores them as is.
+    let sealer: SecretSealer?
 
-    public init(client: PostgresClient, logger: Logger) {
+    public init(client: PostgresClient, logger: Logger, sealer: SecretSealer? = nil) {
         self.client = client
         self.logger = logger
+        self.sealer = sealer
     }
 
     public func ingest(_ event: IncomingEvent) async throws -> IngestReceipt {

@@ -12,7 +12,14 @@ struct EchoRelayCommand: AsyncParsableCommand {
             other users of the machine.
             """,
         version: EchoRelayInfo.version,
-        subcommands: [ServeCommand.self, MigrateCommand.self, TokensCommand.self, SecretCommand.self, EchoSignCommand.self]
+        subcommands: [
+            ServeCommand.self, MigrateCommand.self, TokensCommand.self, SecretCommand.self, SecretKeyCommand.self,
+            ResealCommand.self, EchoSignCommand.self,
+            // Clients of the HTTP API, for support staff and administrators (ECHORELAY_URL, ECHORELAY_TOKEN).
+            EventsCommand.self, ReplayCommand.self, ReplaysCommand.self, DeadLettersCommand.self, AuditCommand.self,
+            // A tour of the whole pipeline against `serve --demo`.
+            DemoCommand.self,
+        ]
     )
 }
 

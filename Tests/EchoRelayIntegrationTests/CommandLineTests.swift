@@ -13,11 +13,12 @@ import Glibc
         #expect(result.status == 0)
         for name in ["--host", "--port", "--database-url", "--ingest-secrets", "--admin-token", "--no-migrate", "--log-level",
                      "--role", "--consumer-key", "--echo-allowed-hosts", "--echo-allow-http", "--echo-timeout",
-                     "--echo-retry-schedule", "--lease", "--verify-concurrency",
+                     "--echo-retry-schedule", "--lease", "--verify-concurrency", "--replay-rate", "ECHORELAY_REPLAY_RATE",
                      "ECHORELAY_HOST", "ECHORELAY_PORT", "ECHORELAY_DATABASE_URL", "ECHORELAY_INGEST_SECRETS",
                      "ECHORELAY_ADMIN_TOKEN", "ECHORELAY_LOG_LEVEL", "ECHORELAY_ROLE", "ECHORELAY_CONSUMER_KEY",
                      "ECHORELAY_ECHO_ALLOWED_HOSTS", "ECHORELAY_ECHO_ALLOW_HTTP", "ECHORELAY_ECHO_TIMEOUT",
-                     "ECHORELAY_ECHO_RETRY_SCHEDULE", "ECHORELAY_LEASE", "ECHORELAY_VERIFY_CONCURRENCY"] {
+                     "ECHORELAY_ECHO_RETRY_SCHEDULE", "ECHORELAY_LEASE", "ECHORELAY_VERIFY_CONCURRENCY",
+                     "--secret-key", "ECHORELAY_SECRET_KEY", "reseal"] {
             #expect(result.stdout.contains(name), "serve --help does not mention \(name)")
         }
     }

@@ -15,13 +15,15 @@ struct EchoFixture: Sendable {
     let server: LiveServer
     let provider: StandInProvider
 
+    /// The echo timeout is generous so that a loaded machine running the whole suite does not
+    /// turn a slow answer into a retry; tests of timeouts pass their own.
     static func run(
-        retrySchedule: [Duration] = [.milliseconds(100), .milliseconds(200)], timeout: Duration = .seconds(2),
-        lease: Duration = .seconds(10), allowedHosts: [String] = [],
+        retrySchedule: [Duration] = [.milliseconds(100), .milliseconds(200)], timeout: Duration = .seconds(5),
+        lease: Duration = .seconds(15), allowedHosts: [String] = [],
         delivery: DeliveryConfiguration = DeliveryConfiguration(
             timeout: .seconds(5), retrySchedule: [.milliseconds(100), .milliseconds(200)], allowPrivateSubscribers: true
         ),
-        logger: Logger = TestLogger.quiet,
+        secretKey: String? = nil, database: TestDatabase? = nil, logger: Logger = TestLogger.quiet,
         _ body: @Sendable (EchoFixture) async throws -> Void
     ) async throws {
         let provider = StandInProvider()
@@ -31,7 +33,7 @@ struct EchoFixture: Sendable {
                 consumerKey: consumerKey, allowedHosts: [provider.host] + allowedHosts, allowHTTP: true, timeout: timeout,
                 retrySchedule: retrySchedule, lease: lease, pollInterval: .milliseconds(200)
             )
-            try await LiveServer.run(role: .all, echo: echo, delivery: delivery, logger: logger) { server in
+            try await LiveServer.run(role: .all, echo: echo, delivery: delivery, secretKey: secretKey, logger: logger, database: database) { server in
                 try await body(EchoFixture(server: server, provider: provider))
             }
         }

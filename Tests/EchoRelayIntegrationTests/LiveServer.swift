@@ -36,19 +36,25 @@ struct LiveServer: Sendable {
     static func run(
         migrate: Bool = true, ingestSecrets: [String] = [ingestSecret], role: ServerRole = .ingest,
         echo: EchoConfiguration = noEcho, delivery: DeliveryConfiguration = DeliveryConfiguration(allowPrivateSubscribers: true),
-        logger: Logger = TestLogger.quiet,
+        secretKey: String? = nil, logger: Logger = TestLogger.quiet, database: TestDatabase? = nil,
         _ body: @Sendable (LiveServer) async throws -> Void
     ) async throws {
-        try await TestDatabase.withFresh { database in
+        // A given database outlives this server, as across a restart.
+        @Sendable func serve(_ database: TestDatabase) async throws {
             let configuration = ServerConfiguration(
                 host: "127.0.0.1", port: 0, databaseURL: Secret(database.url),
-                ingestSecrets: ingestSecrets.map(Secret.init), adminToken: Secret(adminToken), migrateAtStart: migrate,
-                role: role, echo: echo, delivery: delivery
+                ingestSecrets: ingestSecrets.map(Secret.init), adminToken: Secret(adminToken),
+                secretKey: secretKey.map(Secret.init), migrateAtStart: migrate, role: role, echo: echo, delivery: delivery
             )
-            let app = try EchoRelayServer.makeApplication(configuration, logger: logger)
+            let app = try await EchoRelayServer.makeApplication(configuration, logger: logger)
             try await app.test(.live) { client in
                 try await body(LiveServer(http: HTTPTestClient(port: try #require(client.port)), database: database))
             }
+        }
+        if let database {
+            try await serve(database)
+        } else {
+            try await TestDatabase.withFresh { try await serve($0) }
         }
     }
 }

@@ -1,6 +1,7 @@
 import EchoRelayCore
 import Foundation
 import NIOHTTP1
+import PostgresNIO
 import Testing
 import TestSupport
 #if canImport(Glibc)
@@ -60,6 +61,102 @@ import Glibc
                 }
                 #expect(status == "verified")
                 #expect(provider.requests.count == 2, "the second process asked the provider once more")
+            }
+        }
+    }
+
+    /// A bulk replay's cursor lives in the database: a `serve` killed mid-replay leaves it
+    /// half sent, and the next process finishes it, in per-user order.
+    @Test func aBulkReplayInterruptedByAKillFinishesAfterARestart() async throws {
+        let provider = StandInProvider()
+        provider.addConsumer(key: EchoFixture.consumerKey, secret: EchoFixture.consumerSecret)
+        provider.addAccount(userID: "u-restart", phoneNumber: nil)
+        let session = provider.issueToken(for: "u-restart")
+        try await provider.run { provider in
+            try await StandInSubscriber().run { subscriber in
+                try await TestDatabase.withFresh { database in
+                    let environment = [
+                        "ECHORELAY_DATABASE_URL": database.url, "ECHORELAY_INGEST_SECRETS": LiveServer.ingestSecret,
+                        "ECHORELAY_ADMIN_TOKEN": LiveServer.adminToken, "ECHORELAY_CONSUMER_KEY": EchoFixture.consumerKey,
+                        "ECHORELAY_ECHO_ALLOWED_HOSTS": provider.host, "ECHORELAY_ECHO_ALLOW_HTTP": "1",
+                        "ECHORELAY_ALLOW_PRIVATE_SUBSCRIBERS": "1", "ECHORELAY_REPLAY_RATE": "2",
+                        "ECHORELAY_ECHO_TIMEOUT": "2s", "ECHORELAY_DELIVERY_TIMEOUT": "2s", "ECHORELAY_LEASE": "3s",
+                        "ECHORELAY_LOG_LEVEL": "error",
+                    ]
+                    let admin = [("Authorization", "Bearer \(LiveServer.adminToken)"), ("Content-Type", "application/json")]
+                    let firstPort = try freeLoopbackPort()
+                    let first = try ChildProcess(["serve", "--port", String(firstPort)], environment: environment)
+                    let firstHTTP = HTTPTestClient(port: firstPort)
+                    try await first.waitUntilAnswering(firstHTTP)
+
+                    let subscription = try await firstHTTP.send(.POST, "/v1/subscriptions", headers: admin, body: Array(
+                        try JSONSerialization.data(withJSONObject: ["url": subscriber.url(), "event_types": ["token.rotated"]])
+                    ))
+                    subscriber.setSecrets([try #require(subscription.json?["secret"] as? String)])
+                    let signer = EventSigner(secret: LiveServer.ingestSecret)
+                    for index in 0..<6 {
+                        let header = try OAuth1.authorizationHeader(
+                            method: "GET", url: provider.digitsURL, consumerKey: EchoFixture.consumerKey,
+                            consumerSecret: EchoFixture.consumerSecret, token: session.token, tokenSecret: session.secret,
+                            nonce: "n\(index)", timestamp: String(Int(Date().timeIntervalSince1970))
+                        )
+                        let body = eventBody(id: "evt_restart_\(index)", userID: "u-restart") {
+                            $0["echo"] = ["service_provider": provider.digitsURL, "authorization": header]
+                        }
+                        #expect(try await firstHTTP.send(.POST, "/v1/events", headers: try signer.headers(for: body), body: body).status == 202)
+                    }
+                    _ = try await subscriber.waitForDeliveries(count: 6, within: .seconds(30))
+                    subscriber.clearDeliveries()
+
+                    // The subscriber has them; wait until serve has recorded them too.
+                    let countDeadline = ContinuousClock.now + .seconds(10)
+                    while ContinuousClock.now < countDeadline {
+                        let dryRun = try await firstHTTP.send(.POST, "/v1/replays", headers: admin, body: Array(
+                            try JSONSerialization.data(withJSONObject: ["reason": "count", "user_id": "u-restart", "dry_run": true])
+                        ))
+                        if dryRun.json?["matched"] as? Int == 6 { break }
+                        try await Task.sleep(for: .milliseconds(50))
+                    }
+                    let started = try await firstHTTP.send(.POST, "/v1/replays", headers: admin, body: Array(
+                        try JSONSerialization.data(withJSONObject: ["reason": "restart test", "user_id": "u-restart"])
+                    ))
+                    #expect(started.json?["matched"] as? Int == 6)
+                    let replayID = try #require(started.json?["id"] as? String)
+
+                    // At two a second, kill it once two have been sent: four are left.
+                    _ = try await subscriber.waitForDeliveries(count: 2, within: .seconds(10))
+                    first.signal(SIGKILL)
+                    try await first.wait()
+                    let sentBeforeKill = try await database.withClient { client -> Int in
+                        for try await sent in try await client.query("SELECT sent FROM replays WHERE id = \(replayID)").decode(Int.self) {
+                            return sent
+                        }
+                        return -1
+                    }
+                    #expect((0..<6).contains(sentBeforeKill), "the replay was cut off half way")
+
+                    let secondPort = try freeLoopbackPort()
+                    let second = try ChildProcess(["serve", "--port", String(secondPort)], environment: environment)
+                    defer { second.signal(SIGKILL) }
+                    let secondHTTP = HTTPTestClient(port: secondPort)
+                    try await second.waitUntilAnswering(secondHTTP)
+
+                    var replay: [String: Any] = [:]
+                    let deadline = ContinuousClock.now + .seconds(30)
+                    while replay["state"] as? String != "completed", ContinuousClock.now < deadline {
+                        replay = try await secondHTTP.get("/v1/replays/\(replayID)", bearer: LiveServer.adminToken).json ?? [:]
+                        try await Task.sleep(for: .milliseconds(100))
+                    }
+                    #expect(replay["state"] as? String == "completed")
+                    #expect(replay["sent"] as? Int == 6)
+                    #expect(replay["delivered"] as? Int == 6)
+                    let received = subscriber.deliveries
+                    #expect(received.allSatisfy { $0.object?["replay"]?.objectValue?["id"]?.stringValue == replayID })
+                    // At least once: a send cut off by the kill may come again, but never out of order.
+                    var sequences = DeliveryTests.sequences(received, user: "u-restart")
+                    sequences = sequences.enumerated().filter { $0.offset == 0 || sequences[$0.offset - 1] != $0.element }.map(\.element)
+                    #expect(sequences == [1, 2, 3, 4, 5, 6])
+                }
             }
         }
     }

@@ -21,8 +21,9 @@ public final class ChildProcess: @unchecked Sendable {
             .appendingPathComponent("../../.build/debug/echorelay").standardized
     }
 
-    public init(_ arguments: [String], environment: [String: String] = [:]) throws {
+    public init(_ arguments: [String], environment: [String: String] = [:], workingDirectory: URL? = nil) throws {
         process.executableURL = Self.echorelayBinary
+        if let workingDirectory { process.currentDirectoryURL = workingDirectory }
         process.arguments = arguments
         var env = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("ECHORELAY_") }
         env.merge(environment) { _, new in new }
@@ -38,7 +39,7 @@ public final class ChildProcess: @unchecked Sendable {
             let data = handle.availableData
             captured.output.withLock { $0.stderr.append(data) }
         }
-        try process.run()
+        try ProcessLauncher.run(process)
     }
 
     /// Waits for the process to exit, killing it after `timeout`.
@@ -78,8 +79,10 @@ public final class ChildProcess: @unchecked Sendable {
     public var standardError: String { String(decoding: captured.output.withLock { $0.stderr }, as: UTF8.self) }
 
     /// Runs a command to completion and returns its exit status and output.
-    public static func run(_ arguments: [String], environment: [String: String] = [:]) async throws -> (status: Int32, stdout: String, stderr: String) {
-        let child = try ChildProcess(arguments, environment: environment)
+    public static func run(
+        _ arguments: [String], environment: [String: String] = [:], workingDirectory: URL? = nil
+    ) async throws -> (status: Int32, stdout: String, stderr: String) {
+        let child = try ChildProcess(arguments, environment: environment, workingDirectory: workingDirectory)
         let status = try await child.wait()
         return (status, child.standardOutput, child.standardError)
     }
@@ -108,4 +111,16 @@ public func freeLoopbackPort() throws -> Int {
 /// What a child process wrote, appended from the pipes' handlers.
 final class CapturedOutput: Sendable {
     let output = Mutex((stdout: Data(), stderr: Data()))
+}
+
+/// Launches child processes one at a time. Foundation's Process.run() on Linux is not safe to
+/// call from several threads at once (fresh-clone CI runs crashed in its memmove while tests
+/// launched children in parallel), so every launch in the test bundle takes this one lock;
+/// the children still run in parallel.
+public enum ProcessLauncher {
+    private static let launching = Mutex(())
+
+    public static func run(_ process: Process) throws {
+        try launching.withLock { _ in try process.run() }
+    }
 }

@@ -59,6 +59,11 @@ public struct TestDatabase: Sendable {
     public func withClient<Result: Sendable>(_ body: @Sendable (PostgresClient) async throws -> Result) async throws -> Result {
         try await PostgresClient.withRunning(try configuration, logger: TestLogger.quiet, body)
     }
+
+    /// The number of rows in a table of this database.
+    public func count(_ table: String) async throws -> Int {
+        try await withClient { try await $0.count(table) }
+    }
 }
 
 extension PostgresClient {

@@ -7,6 +7,11 @@ public enum Role: String, Sendable, Codable, CaseIterable {
     case admin, support, app
 }
 
+extension Set<Role> {
+    /// Support staff: who reads events and users and takes support actions.
+    public static var staff: Set<Role> { [.admin, .support] }
+}
+
 /// Who made a request: the access token it carried, by id and name, and that token's role.
 public struct Principal: Sendable, Equatable {
     /// The `tok_…` id, or nil for `ECHORELAY_ADMIN_TOKEN`, which has no row.

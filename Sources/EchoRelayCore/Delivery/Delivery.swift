@@ -18,12 +18,15 @@ public struct DeliveryTask: Sendable, Equatable {
     public var verifiedAt: Date
     public var phoneNumber: String?
     public var previousPhoneNumber: String?
+    /// Set for a replayed delivery.
+    public var replay: DeliveryReplay?
 
     public init(
         deliveryID: Int64, eventID: String, subscriptionID: String, webhookID: String, url: String, secrets: [Secret],
         attempts: Int, type: EventType, userID: String, sequence: Int64, occurredAt: Date, verifiedAt: Date,
-        phoneNumber: String?, previousPhoneNumber: String?
+        phoneNumber: String?, previousPhoneNumber: String?, replay: DeliveryReplay? = nil
     ) {
+        self.replay = replay
         self.deliveryID = deliveryID
         self.eventID = eventID
         self.subscriptionID = subscriptionID
@@ -47,7 +50,7 @@ public struct DeliveryTask: Sendable, Equatable {
             data["phone_number"] = phoneNumber.map(JSONValue.string) ?? .null
             if let previousPhoneNumber { data["previous_phone_number"] = .string(previousPhoneNumber) }
         }
-        let object: [String: JSONValue] = [
+        var object: [String: JSONValue] = [
             "type": .string(type.rawValue),
             "event_id": .string(eventID),
             "user_id": .string(userID),
@@ -56,7 +59,23 @@ public struct DeliveryTask: Sendable, Equatable {
             "verified_at": .string(RFC3339.format(verifiedAt)),
             "data": .object(data),
         ]
+        if let replay {
+            // Inside the signed body, so a receiver can tell a deliberate resend from a retry.
+            object["replay"] = .object(["id": .string(replay.id), "at": .string(RFC3339.format(replay.at))])
+        }
         return Array(JSONValue.object(object).canonicalEncoding())
+    }
+}
+
+/// The replay a delivery belongs to: its id and when it was asked for, as the signed body's
+/// `"replay": {"id", "at"}` shows them.
+public struct DeliveryReplay: Sendable, Equatable {
+    public var id: String
+    public var at: Date
+
+    public init(id: String, at: Date) {
+        self.id = id
+        self.at = at
     }
 }
 
@@ -102,6 +121,8 @@ public enum DeliveryNext: Sendable, Equatable {
 /// A delivery as the API shows it under its event.
 public struct DeliveryRecord: Sendable, Equatable {
     public var subscriptionID: String
+    /// Set when this delivery was created by a replay.
+    public var replayID: String? = nil
     public var webhookID: String
     public var status: DeliveryStatus
     public var createdAt: Date

@@ -75,6 +75,12 @@ public protocol SubscriptionStore: Sendable {
     func setSubscriptionEnabled(id: String, _ enabled: Bool, reason: String?) async throws -> Subscription?
     /// The new secret signs from now on; the old one signs too until `overlap` has passed.
     func rotateSubscriptionSecret(id: String, newSecret: String, overlap: Duration) async throws -> Subscription?
+    /// Seals every subscription's secrets (deleted ones and previous secrets included) with the
+    /// store's first `SecretSealer` key, in one transaction: plain ones are sealed, ones sealed
+    /// with another key are opened and sealed again. Returns how many subscriptions changed.
+    /// Throws `SecretSealerError.notConfigured` when the store has no sealer, and any
+    /// `SecretSealerError` of a secret it cannot open (then nothing changes).
+    func resealSubscriptionSecrets() async throws -> Int
 }
 
 public enum SubscriptionCursorError: Error { case invalid }

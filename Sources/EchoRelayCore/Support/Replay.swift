@@ -1,0 +1,147 @@
+import Foundation
+
+/// Which deliveries a bulk replay sends again: original deliveries — (event, subscription)
+/// pairs — of non-deleted subscriptions, narrowed by every field that is set.
+public struct ReplayFilter: Sendable, Equatable {
+    public var userID: String?
+    public var subscriptionID: String?
+    public var types: [EventType]?
+    /// On the time EchoRelay received the event: `since` inclusive, `until` exclusive.
+    public var since: Date?
+    public var until: Date?
+    /// The state of the original delivery; nil means any final state (delivered, dead,
+    /// cancelled), so a delivery still being tried is not sent twice.
+    public var status: DeliveryStatus?
+
+    public init(userID: String? = nil, subscriptionID: String? = nil, types: [EventType]? = nil, since: Date? = nil,
+                until: Date? = nil, status: DeliveryStatus? = nil) {
+        self.userID = userID
+        self.subscriptionID = subscriptionID
+        self.types = types
+        self.since = since
+        self.until = until
+        self.status = status
+    }
+
+    /// The filter as JSON, as the audit log and the replay view show it: only the fields set.
+    public var json: JSONValue {
+        var object: [String: JSONValue] = [:]
+        if let userID { object["user_id"] = .string(userID) }
+        if let subscriptionID { object["subscription_id"] = .string(subscriptionID) }
+        if let types { object["types"] = .array(types.map { .string($0.rawValue) }) }
+        if let since { object["since"] = .string(RFC3339.format(since)) }
+        if let until { object["until"] = .string(RFC3339.format(until)) }
+        if let status { object["status"] = .string(status.rawValue) }
+        return .object(object)
+    }
+}
+
+public enum ReplayKind: String, Sendable {
+    /// One event, to all or some of its subscriptions; its deliveries are created at once.
+    case event
+    /// A filter over many events, worked through in batches at `ECHORELAY_REPLAY_RATE`.
+    case bulk
+}
+
+public enum ReplayState: String, Sendable {
+    /// Deliveries are still being created or are not all final.
+    case running
+    /// Every delivery was created and has reached a final state.
+    case completed
+    case cancelled
+}
+
+/// A replay and its progress.
+public struct Replay: Sendable, Equatable {
+    public var id: String
+    public var kind: ReplayKind
+    public var state: ReplayState
+    public var reason: String
+    public var actorName: String
+    public var actorRole: String
+    public var eventID: String?
+    public var filter: JSONValue?
+    /// The deliveries — (event, subscription) pairs — it sends in all.
+    public var matched: Int
+    /// Deliveries created so far.
+    public var sent: Int
+    public var delivered: Int
+    /// Dead-lettered deliveries.
+    public var failed: Int
+    public var createdAt: Date
+    /// When it completed or was cancelled.
+    public var finishedAt: Date?
+
+    public init(id: String, kind: ReplayKind, state: ReplayState, reason: String, actorName: String, actorRole: String,
+                eventID: String?, filter: JSONValue?, matched: Int, sent: Int, delivered: Int, failed: Int,
+                createdAt: Date, finishedAt: Date?) {
+        self.id = id
+        self.kind = kind
+        self.state = state
+        self.reason = reason
+        self.actorName = actorName
+        self.actorRole = actorRole
+        self.eventID = eventID
+        self.filter = filter
+        self.matched = matched
+        self.sent = sent
+        self.delivered = delivered
+        self.failed = failed
+        self.createdAt = createdAt
+        self.finishedAt = finishedAt
+    }
+}
+
+/// The answer to replaying one event.
+public struct ReplayReceipt: Sendable, Equatable {
+    public var id: String
+    public var eventID: String
+    public var subscriptionIDs: [String]
+    public var matched: Int
+
+    public init(id: String, eventID: String, subscriptionIDs: [String], matched: Int) {
+        self.id = id
+        self.eventID = eventID
+        self.subscriptionIDs = subscriptionIDs
+        self.matched = matched
+    }
+}
+
+public enum ReplayError: Error, Equatable {
+    case eventNotFound
+    /// Only verified events are delivered, so only they can be replayed.
+    case notVerified(EventStatus)
+    /// Named subscriptions that do not exist, were deleted, or do not want this event's type.
+    case unknownSubscriptions([String])
+    /// Cancel of a replay that has already completed or been cancelled.
+    case finished(ReplayState)
+    /// Re-verification is only for events that ended unverifiable.
+    case notUnverifiable(EventStatus)
+}
+
+/// Replays: new deliveries with the original `webhook-id` and a `replay` marker in the signed
+/// body. Each call is one transaction with its audit entry.
+public protocol ReplayStore: Sendable {
+    /// `subscriptionIDs` nil means every enabled subscription that wants the event's type.
+    func replayEvent(id: String, subscriptionIDs: [String]?, actor: Principal, reason: String) async throws -> ReplayReceipt
+
+    /// How many deliveries a bulk replay with this filter would send now. Changes nothing.
+    func countReplay(_ filter: ReplayFilter) async throws -> Int
+
+    /// Records a bulk replay (and its audit entry); its deliveries are created later by
+    /// `advanceReplays`, in per-user order.
+    func startReplay(_ filter: ReplayFilter, actor: Principal, reason: String) async throws -> Replay
+
+    /// Creates up to `limit` deliveries of the oldest running bulk replay, moving its cursor in
+    /// the same transaction. Returns how many it created (0 when that replay had none left),
+    /// or nil when no replay has deliveries left to create.
+    func advanceReplays(limit: Int) async throws -> Int?
+
+    func replay(id: String) async throws -> Replay?
+
+    /// Stops creating deliveries and cancels its deliveries not yet in flight. Nil if unknown.
+    func cancelReplay(id: String, actor: Principal, reason: String) async throws -> Replay?
+
+    /// Gives an `unverifiable` event fresh echo credentials and a new verification item.
+    func reverify(eventID: String, echo: EchoCredentials, actor: Principal, reason: String) async throws
+}

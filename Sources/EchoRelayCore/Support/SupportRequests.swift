@@ -1,0 +1,252 @@
+import Foundation
+
+/// The bodies of support actions, parsed and validated with every bad field named. Unknown
+/// fields are refused: a misspelt filter (`"user"` for `"user_id"`) must not silently widen a
+/// bulk replay to every user.
+public struct ReplayEventRequest: Sendable, Equatable {
+    public var reason: String
+    public var subscriptionIDs: [String]?
+
+    public static func parse(_ body: some Collection<UInt8>) throws(EventParseError) -> ReplayEventRequest {
+        var reader = try SupportBodyReader(body)
+        let reason = reader.reason()
+        let subscriptionIDs = reader.stringArray("subscription_ids", allowEmpty: false)
+        try reader.finish()
+        return ReplayEventRequest(reason: reason!, subscriptionIDs: subscriptionIDs)
+    }
+}
+
+public struct BulkReplayRequest: Sendable, Equatable {
+    public var reason: String
+    public var filter: ReplayFilter
+    public var dryRun: Bool
+
+    public static func parse(_ body: some Collection<UInt8>) throws(EventParseError) -> BulkReplayRequest {
+        var reader = try SupportBodyReader(body)
+        let reason = reader.reason()
+        var filter = ReplayFilter()
+        filter.userID = reader.string("user_id") { EventFieldRules.userIDProblem($0) }
+        filter.subscriptionID = reader.string("subscription_id") { $0.isEmpty ? "must not be empty" : nil }
+        filter.types = reader.stringArray("types", allowEmpty: false, check: { EventType(rawValue: $0) == nil ? "each " + EventFieldRules.typeReason : nil })?
+            .compactMap(EventType.init(rawValue:))
+        filter.since = reader.time("since")
+        filter.until = reader.time("until")
+        filter.status = reader.string("status") {
+            DeliveryStatus(rawValue: $0) == nil ? "must be one of \"pending\", \"delivered\", \"dead\", \"cancelled\"" : nil
+        }.flatMap(DeliveryStatus.init(rawValue:))
+        let dryRun = reader.bool("dry_run") ?? false
+        reader.checkRange(since: filter.since, until: filter.until)
+        try reader.finish()
+        return BulkReplayRequest(reason: reason!, filter: filter, dryRun: dryRun)
+    }
+}
+
+public struct RedriveRequest: Sendable, Equatable {
+    public var reason: String
+    public var filter: DeadLetterFilter
+    public var dryRun: Bool
+
+    public static func parse(_ body: some Collection<UInt8>) throws(EventParseError) -> RedriveRequest {
+        var reader = try SupportBodyReader(body)
+        let reason = reader.reason()
+        var filter = DeadLetterFilter()
+        filter.subscriptionID = reader.string("subscription_id") { $0.isEmpty ? "must not be empty" : nil }
+        filter.since = reader.time("since")
+        filter.until = reader.time("until")
+        let dryRun = reader.bool("dry_run") ?? false
+        reader.checkRange(since: filter.since, until: filter.until)
+        try reader.finish()
+        return RedriveRequest(reason: reason!, filter: filter, dryRun: dryRun)
+    }
+}
+
+public struct ReverifyRequest: Sendable, Equatable {
+    public var reason: String
+    public var echo: EchoCredentials
+
+    public static func parse(_ body: some Collection<UInt8>) throws(EventParseError) -> ReverifyRequest {
+        var reader = try SupportBodyReader(body)
+        let reason = reader.reason()
+        let echo = reader.echo()
+        try reader.finish()
+        return ReverifyRequest(reason: reason!, echo: echo!)
+    }
+}
+
+/// The body of an action that needs only a reason (cancel).
+public struct ReasonRequest: Sendable, Equatable {
+    public var reason: String
+
+    public static func parse(_ body: some Collection<UInt8>) throws(EventParseError) -> ReasonRequest {
+        var reader = try SupportBodyReader(body)
+        let reason = reader.reason()
+        try reader.finish()
+        return ReasonRequest(reason: reason!)
+    }
+}
+
+/// The rule for the `reason` of a support action: why it was done, for the audit log.
+public enum SupportReason {
+    public static let maximumLength = 1000
+
+    public static func problem(_ reason: String) -> String? {
+        let trimmed = reason.trimmingCharacters(in: .whitespacesAndNewlines)
+        if trimmed.isEmpty { return "must say why: a support action needs a reason for the audit log" }
+        if reason.count > maximumLength { return "must be at most \(maximumLength) characters" }
+        if reason.unicodeScalars.contains(where: { $0.properties.generalCategory == .control && $0 != "\n" }) {
+            return "must not contain control characters"
+        }
+        return nil
+    }
+}
+
+/// Reads the fields of one JSON object body, collecting a problem per bad field. A getter
+/// returns nil both for an absent field and a bad one; `finish` throws if any was bad.
+private struct SupportBodyReader {
+    private let object: [String: JSONValue]
+    private var known: Set<String> = []
+    private var problems: [FieldProblem] = []
+
+    init(_ body: some Collection<UInt8>) throws(EventParseError) {
+        guard String(validating: body, as: UTF8.self) != nil else { throw .malformed("the body is not valid UTF-8") }
+        let document: JSONValue
+        do {
+            document = try JSONValue.parse(body)
+        } catch {
+            throw .malformed("the body is not valid JSON")
+        }
+        guard let object = document.objectValue else {
+            throw .malformed("the body must be a JSON object, not \(document.typeName)")
+        }
+        self.object = object
+    }
+
+    /// `reason`, required; nil only when a problem was recorded.
+    mutating func reason() -> String? {
+        known.insert("reason")
+        guard let value = object["reason"], value != .null else {
+            problems.append(.init(field: "reason", reason: "is required: a support action needs a reason for the audit log"))
+            return nil
+        }
+        guard let text = value.stringValue else {
+            problems.append(.init(field: "reason", reason: "must be a string, not \(value.typeName)"))
+            return nil
+        }
+        if let problem = SupportReason.problem(text) {
+            problems.append(.init(field: "reason", reason: problem))
+            return nil
+        }
+        return text.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    mutating func string(_ name: String, check: (String) -> String?) -> String? {
+        known.insert(name)
+        switch object[name] {
+        case nil, .null?: return nil
+        case .string(let text)?:
+            if let problem = TextRules.containsNUL(text) ? TextRules.nulReason : check(text) {
+                problems.append(.init(field: name, reason: problem))
+                return nil
+            }
+            return text
+        case let other?:
+            problems.append(.init(field: name, reason: "must be a string, not \(other.typeName)"))
+            return nil
+        }
+    }
+
+    mutating func stringArray(_ name: String, allowEmpty: Bool, check: (String) -> String? = { _ in nil }) -> [String]? {
+        known.insert(name)
+        switch object[name] {
+        case nil, .null?: return nil
+        case .array(let values)?:
+            var strings: [String] = []
+            for value in values {
+                guard let text = value.stringValue, !text.isEmpty else {
+                    problems.append(.init(field: name, reason: "must be an array of non-empty strings"))
+                    return nil
+                }
+                if let problem = TextRules.containsNUL(text) ? TextRules.nulReason : check(text) {
+                    problems.append(.init(field: name, reason: problem))
+                    return nil
+                }
+                if !strings.contains(text) { strings.append(text) }
+            }
+            if strings.isEmpty && !allowEmpty {
+                problems.append(.init(field: name, reason: "must name at least one, or be left out"))
+                return nil
+            }
+            return strings
+        case let other?:
+            problems.append(.init(field: name, reason: "must be an array, not \(other.typeName)"))
+            return nil
+        }
+    }
+
+    mutating func time(_ name: String) -> Date? {
+        string(name) { text in
+            guard let date = RFC3339.parse(text) else { return "must be an RFC 3339 date-time such as 2026-01-31T12:00:00Z" }
+            return TextRules.isInStoredRange(date) ? nil : TextRules.timeRangeReason
+        }.flatMap(RFC3339.parse)
+    }
+
+    mutating func bool(_ name: String) -> Bool? {
+        known.insert(name)
+        switch object[name] {
+        case nil, .null?: return nil
+        case .bool(let value)?: return value
+        case let other?:
+            problems.append(.init(field: name, reason: "must be true or false, not \(other.typeName)"))
+            return nil
+        }
+    }
+
+    /// `echo`, required, with the same rules as on ingest. Reasons never quote the header.
+    mutating func echo() -> EchoCredentials? {
+        known.insert("echo")
+        guard case .object(let echo)? = object["echo"] else {
+            let reason = object["echo"].map { $0 == .null ? "is required" : "must be an object, not \($0.typeName)" } ?? "is required"
+            problems.append(.init(field: "echo", reason: reason))
+            return nil
+        }
+        var serviceProvider: String?
+        switch echo["service_provider"] {
+        case .string(let url)?:
+            if let problem = TextRules.containsNUL(url) ? TextRules.nulReason : EventFieldRules.serviceProviderProblem(url) {
+                problems.append(.init(field: "echo.service_provider", reason: problem))
+            } else {
+                serviceProvider = url
+            }
+        case nil, .null?: problems.append(.init(field: "echo.service_provider", reason: "is required"))
+        case let other?: problems.append(.init(field: "echo.service_provider", reason: "must be a string, not \(other.typeName)"))
+        }
+        var authorization: String?
+        switch echo["authorization"] {
+        case .string(let header)?:
+            if let problem = EventFieldRules.authorizationProblem(header) {
+                problems.append(.init(field: "echo.authorization", reason: problem))
+            } else {
+                authorization = header
+            }
+        case nil, .null?: problems.append(.init(field: "echo.authorization", reason: "is required"))
+        case let other?: problems.append(.init(field: "echo.authorization", reason: "must be a string, not \(other.typeName)"))
+        }
+        guard let serviceProvider, let authorization else { return nil }
+        return EchoCredentials(serviceProvider: serviceProvider, authorization: Secret(authorization))
+    }
+
+    mutating func checkRange(since: Date?, until: Date?) {
+        if let since, let until, since >= until {
+            problems.append(.init(field: "until", reason: "must be later than since"))
+        }
+    }
+
+    /// Throws the collected problems, and one for each field this body does not have.
+    func finish() throws(EventParseError) {
+        var all = problems
+        for name in object.keys.sorted() where !known.contains(name) {
+            all.append(.init(field: name, reason: "is not a field of this request; the fields are \(known.sorted().joined(separator: ", "))"))
+        }
+        if !all.isEmpty { throw .invalidFields(all) }
+    }
+}

@@ -1,0 +1,103 @@
+import EchoRelayCore
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+import NIOCore
+
+/// `/v1/dead-letters`: deliveries that exhausted their tries, and their redrive.
+struct DeadLettersController<Context: RequestContext>: Sendable {
+    let store: any EchoRelayStore
+    let authorizer: BearerAuthorizer
+    /// Called after deliveries were made pending again, to wake the delivery workers.
+    let deliveriesCreated: @Sendable () -> Void
+
+    func addRoutes(to router: Router<Context>) {
+        router.get("/v1/dead-letters", use: list)
+        router.post("/v1/dead-letters/redrive", use: redrive)
+    }
+
+    @Sendable func list(_ request: Request, context: Context) async throws -> Response {
+        try await authorizer.require(request, roles: .staff)
+        var reader = QueryReader(request)
+        let filter = DeadLetterFilter(subscriptionID: reader.string("subscription_id"), since: reader.time("since"),
+                                      until: reader.time("until"))
+        reader.checkRange(since: filter.since, until: filter.until)
+        let cursor = reader.cursor()
+        let limit = reader.limit()
+        try reader.finish()
+        let letters = try await store.deadLetters(filter, beforeID: cursor, limit: limit + 1)
+        let page = Array(letters.prefix(limit))
+        let next = letters.count > limit ? page.last.map { String($0.deliveryID) } : nil
+        return try JSONResponse.make(DeadLetterListView(deadLetters: page.map(DeadLetterView.init), nextCursor: next))
+    }
+
+    @Sendable func redrive(_ request: Request, context: Context) async throws -> Response {
+        let actor = try await authorizer.require(request, roles: .staff)
+        let body = try await supportBody(request, RedriveRequest.parse)
+        let matched = try await store.redriveDeadLetters(body.filter, dryRun: body.dryRun, actor: actor, reason: body.reason)
+        if !body.dryRun {
+            deliveriesCreated()
+            context.logger.info("dead letters redriven", metadata: ["actor": "\(actor.name)", "matched": "\(matched)"])
+        }
+        return try JSONResponse.make(RedriveView(matched: matched, dry_run: body.dryRun))
+    }
+}
+
+struct RedriveView: Encodable {
+    let matched: Int
+    let dry_run: Bool
+}
+
+struct DeadLetterListView: Encodable {
+    let deadLetters: [DeadLetterView]
+    let nextCursor: String?
+
+    enum CodingKeys: String, CodingKey {
+        case deadLetters = "dead_letters"
+        case nextCursor = "next_cursor"
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(deadLetters, forKey: .deadLetters)
+        try container.encode(nextCursor, forKey: .nextCursor)
+    }
+}
+
+struct DeadLetterView: Encodable {
+    let letter: DeadLetter
+
+    init(_ letter: DeadLetter) {
+        self.letter = letter
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case type, sequence, attempts
+        case eventID = "event_id"
+        case subscriptionID = "subscription_id"
+        case replayID = "replay_id"
+        case userID = "user_id"
+        case webhookID = "webhook_id"
+        case receivedAt = "received_at"
+        case deadAt = "dead_at"
+        case lastStatusCode = "last_status_code"
+        case lastError = "last_error"
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(letter.eventID, forKey: .eventID)
+        try container.encode(letter.subscriptionID, forKey: .subscriptionID)
+        try container.encode(letter.replayID, forKey: .replayID)
+        try container.encode(letter.userID, forKey: .userID)
+        try container.encode(letter.type.rawValue, forKey: .type)
+        try container.encode(letter.sequence, forKey: .sequence)
+        try container.encode(letter.webhookID, forKey: .webhookID)
+        try container.encode(letter.attempts, forKey: .attempts)
+        try container.encode(RFC3339.format(letter.receivedAt), forKey: .receivedAt)
+        try container.encode(RFC3339.format(letter.deadAt), forKey: .deadAt)
+        try container.encode(letter.lastStatusCode, forKey: .lastStatusCode)
+        try container.encode(letter.lastError, forKey: .lastError)
+    }
+}

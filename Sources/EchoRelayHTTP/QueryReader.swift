@@ -1,0 +1,125 @@
+import EchoRelayCore
+import Foundation
+import Hummingbird
+import NIOCore
+
+/// Reads the query parameters of a list request, collecting a problem per bad one; `finish`
+/// throws them all as one `400 invalid-query`.
+struct QueryReader {
+    private let parameters: Parameters
+    private var problems: [FieldProblem] = []
+
+    init(_ request: Request) {
+        self.parameters = request.uri.queryParameters
+    }
+
+    /// A non-empty text value.
+    mutating func string(_ name: String) -> String? {
+        guard let text = parameters.get(name) else { return nil }
+        guard !text.isEmpty else {
+            problems.append(.init(field: name, reason: "must not be empty"))
+            return nil
+        }
+        guard !TextRules.containsNUL(text) else {
+            problems.append(.init(field: name, reason: TextRules.nulReason))
+            return nil
+        }
+        return text
+    }
+
+    /// A list given as `name=a,b` or `name=a&name=b`, each value read by `parse`.
+    mutating func list<Value>(_ name: String, expected: String, _ parse: (String) -> Value?) -> [Value]? {
+        let texts = parameters.getAll(name).flatMap { $0.split(separator: ",").map(String.init) }
+        guard !texts.isEmpty else { return nil }
+        var values: [Value] = []
+        for text in texts {
+            guard let value = parse(text) else {
+                problems.append(.init(field: name, reason: "must be \(expected), got \"\(text.prefix(40))\""))
+                return nil
+            }
+            values.append(value)
+        }
+        return values
+    }
+
+    mutating func time(_ name: String) -> Date? {
+        guard let text = string(name) else { return nil }
+        guard let date = RFC3339.parse(text) else {
+            problems.append(.init(field: name, reason: "must be an RFC 3339 date-time such as 2026-01-31T12:00:00Z"))
+            return nil
+        }
+        guard TextRules.isInStoredRange(date) else {
+            problems.append(.init(field: name, reason: TextRules.timeRangeReason))
+            return nil
+        }
+        return date
+    }
+
+    /// `limit`: 1 to 100, default 50.
+    mutating func limit() -> Int {
+        guard let text = parameters.get("limit") else { return 50 }
+        guard let number = Int(text), (1...100).contains(number) else {
+            problems.append(.init(field: "limit", reason: "must be a whole number from 1 to 100"))
+            return 50
+        }
+        return number
+    }
+
+    /// `cursor`: the `next_cursor` of the previous page, a positive whole number.
+    mutating func cursor() -> Int64? {
+        guard let text = parameters.get("cursor") else { return nil }
+        guard let number = Int64(text), number > 0 else {
+            problems.append(.init(field: "cursor", reason: "is not a cursor this server gave"))
+            return nil
+        }
+        return number
+    }
+
+    mutating func checkRange(since: Date?, until: Date?) {
+        if let since, let until, since >= until {
+            problems.append(.init(field: "until", reason: "must be later than since"))
+        }
+    }
+
+    func finish() throws {
+        guard problems.isEmpty else {
+            throw Problem(.badRequest, slug: "invalid-query", title: "Invalid query",
+                          detail: problems.map(\.description).joined(separator: "; "), errors: problems)
+        }
+    }
+}
+
+/// Reads a support action's JSON body (at most 64 KiB) with `parse`, turning its errors into
+/// `400 malformed-body` or `422 invalid-request` naming every bad field.
+func supportBody<Body>(_ request: Request, _ parse: ([UInt8]) throws(EventParseError) -> Body) async throws -> Body {
+    let buffer: ByteBuffer
+    do {
+        buffer = try await request.body.collect(upTo: 64 * 1024)
+    } catch is NIOTooManyBytesError {
+        throw Problem(.contentTooLarge, slug: "body-too-large", title: "Body too large", detail: "the body must be at most 64 KiB")
+    }
+    do throws(EventParseError) {
+        return try parse(Array(buffer.readableBytesView))
+    } catch .malformed(let reason) {
+        throw Problem(.badRequest, slug: "malformed-body", title: "Malformed body", detail: reason)
+    } catch .invalidFields(let problems) {
+        throw Problem(.unprocessableContent, slug: "invalid-request", title: "Invalid request",
+                      detail: problems.map(\.description).joined(separator: "; "), errors: problems)
+    }
+}
+
+extension Parameters {
+    /// A path parameter, percent-decoded: the router matches the raw path, so a user id with
+    /// a `/` or a non-ASCII letter arrives as `%2F` or `%C3%A9`.
+    func decoded(_ name: String) throws -> String {
+        let raw = try require(name)
+        guard let text = raw.removingPercentEncoding else {
+            throw Problem(.badRequest, slug: "invalid-path", title: "Invalid path",
+                          detail: "the \(name) in the path has a malformed percent-encoding")
+        }
+        guard !TextRules.containsNUL(text) else {
+            throw Problem(.badRequest, slug: "invalid-path", title: "Invalid path", detail: "the \(name) in the path \(TextRules.nulReason)")
+        }
+        return text
+    }
+}

@@ -1,0 +1,176 @@
+import EchoRelayCore
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+import NIOCore
+
+/// What support staff do with one user or one event: read a user's timeline, replay an event,
+/// re-verify an unverifiable one. Every change is audited with its reason.
+struct SupportController<Context: RequestContext>: Sendable {
+    let store: any EchoRelayStore
+    let authorizer: BearerAuthorizer
+    /// Called after new deliveries or verification work were committed, to wake their workers.
+    let workCreated: @Sendable (WorkKind) -> Void
+
+    func addRoutes(to router: Router<Context>) {
+        router.get("/v1/users/{user_id}/events", use: timeline)
+        router.post("/v1/events/{id}/replay", use: replay)
+        router.post("/v1/events/{id}/reverify", use: reverify)
+    }
+
+    @Sendable func timeline(_ request: Request, context: Context) async throws -> Response {
+        try await authorizer.require(request, roles: .staff)
+        let userID = try context.parameters.decoded("user_id")
+        var reader = QueryReader(request)
+        var query = TimelineQuery(userID: userID)
+        query.types = reader.list("type", expected: "an event type (\(EventType.allCases.map(\.rawValue).joined(separator: ", ")))",
+                                  EventType.init(rawValue:))
+        query.statuses = reader.list("status", expected: "an event status (\(EventStatus.allCases.map(\.rawValue).joined(separator: ", ")))",
+                                     EventStatus.init(rawValue:))
+        query.since = reader.time("since")
+        query.until = reader.time("until")
+        reader.checkRange(since: query.since, until: query.until)
+        query.beforeSequence = reader.cursor()
+        query.limit = reader.limit()
+        try reader.finish()
+
+        // One more than asked tells whether another page exists.
+        let requested = query.limit
+        query.limit += 1
+        let entries = try await store.timeline(query)
+        let page = Array(entries.prefix(requested))
+        let next = entries.count > requested ? page.last.map { String($0.event.sequence) } : nil
+        return try JSONResponse.make(TimelineView(events: page.map(TimelineEventView.init), nextCursor: next))
+    }
+
+    @Sendable func replay(_ request: Request, context: Context) async throws -> Response {
+        let actor = try await authorizer.require(request, roles: .staff)
+        let eventID = try context.parameters.decoded("id")
+        let body = try await supportBody(request, ReplayEventRequest.parse)
+        let receipt: ReplayReceipt
+        do {
+            receipt = try await store.replayEvent(id: eventID, subscriptionIDs: body.subscriptionIDs, actor: actor, reason: body.reason)
+        } catch let error as ReplayError {
+            throw Problem(error, eventID: eventID)
+        }
+        workCreated(.delivery)
+        context.logger.info("event replayed", metadata: [
+            "event.id": "\(eventID)", "replay.id": "\(receipt.id)", "actor": "\(actor.name)", "matched": "\(receipt.matched)",
+        ])
+        return try JSONResponse.make(status: .accepted, ReplayReceiptView(receipt))
+    }
+
+    @Sendable func reverify(_ request: Request, context: Context) async throws -> Response {
+        let actor = try await authorizer.require(request, roles: .staff)
+        let eventID = try context.parameters.decoded("id")
+        let body = try await supportBody(request, ReverifyRequest.parse)
+        do {
+            try await store.reverify(eventID: eventID, echo: body.echo, actor: actor, reason: body.reason)
+        } catch let error as ReplayError {
+            throw Problem(error, eventID: eventID)
+        }
+        workCreated(.verification)
+        context.logger.info("event sent for re-verification", metadata: ["event.id": "\(eventID)", "actor": "\(actor.name)"])
+        return try JSONResponse.make(status: .accepted, ["id": eventID, "status": EventStatus.pending.rawValue])
+    }
+}
+
+extension Problem {
+    /// The answer to a replay, cancel or re-verify the store refused.
+    init(_ error: ReplayError, eventID: String? = nil, replayID: String? = nil) {
+        switch error {
+        case .eventNotFound:
+            self = .notFound("no event with id \"\(eventID ?? "")\"")
+        case .notVerified(let status):
+            self.init(.conflict, slug: "not-verified", title: "Event not verified",
+                      detail: "event \"\(eventID ?? "")\" is \(status.rawValue); only verified events are delivered, so only they can be replayed"
+                        + (status == .unverifiable ? " (re-verify it first with POST /v1/events/{id}/reverify)" : ""))
+        case .unknownSubscriptions(let ids):
+            let reason = "no subscription that wants this event's type has the id " + ids.map { "\"\($0)\"" }.joined(separator: ", ")
+            self.init(.unprocessableContent, slug: "invalid-request", title: "Invalid request",
+                      detail: "subscription_ids: \(reason)", errors: [FieldProblem(field: "subscription_ids", reason: reason)])
+        case .finished(let state):
+            self.init(.conflict, slug: "replay-finished", title: "Replay finished",
+                      detail: "replay \"\(replayID ?? "")\" is already \(state.rawValue)")
+        case .notUnverifiable(let status):
+            self.init(.conflict, slug: "not-unverifiable", title: "Event not unverifiable",
+                      detail: "event \"\(eventID ?? "")\" is \(status.rawValue); only an unverifiable event can be re-verified")
+        }
+    }
+}
+
+struct TimelineView: Encodable {
+    let events: [TimelineEventView]
+    let nextCursor: String?
+
+    enum CodingKeys: String, CodingKey {
+        case events
+        case nextCursor = "next_cursor"
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(events, forKey: .events)
+        try container.encode(nextCursor, forKey: .nextCursor)  // null on the last page
+    }
+}
+
+struct TimelineEventView: Encodable {
+    let entry: TimelineEntry
+
+    init(_ entry: TimelineEntry) {
+        self.entry = entry
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case id, type, sequence, status, reason, deliveries
+        case userID = "user_id"
+        case occurredAt = "occurred_at"
+        case receivedAt = "received_at"
+        case decidedAt = "decided_at"
+        case verifiedAt = "verified_at"
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        let event = entry.event
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(event.id, forKey: .id)
+        try container.encode(event.type.rawValue, forKey: .type)
+        try container.encode(event.userID, forKey: .userID)
+        try container.encode(event.sequence, forKey: .sequence)
+        try container.encode(event.status.rawValue, forKey: .status)
+        try container.encode(event.reason?.rawValue, forKey: .reason)
+        try container.encode(RFC3339.format(event.occurredAt), forKey: .occurredAt)
+        try container.encode(RFC3339.format(event.receivedAt), forKey: .receivedAt)
+        try container.encode(event.decidedAt.map(RFC3339.format), forKey: .decidedAt)
+        try container.encode(event.verifiedAt.map(RFC3339.format), forKey: .verifiedAt)
+        let summary = entry.deliveries
+        try container.encode([
+            "total": summary.total, "pending": summary.pending, "delivered": summary.delivered, "dead": summary.dead,
+            "cancelled": summary.cancelled, "replays": summary.replays,
+        ], forKey: .deliveries)
+    }
+}
+
+struct ReplayReceiptView: Encodable {
+    let receipt: ReplayReceipt
+
+    init(_ receipt: ReplayReceipt) {
+        self.receipt = receipt
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case id, matched
+        case eventID = "event_id"
+        case subscriptionIDs = "subscription_ids"
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(receipt.id, forKey: .id)
+        try container.encode(receipt.eventID, forKey: .eventID)
+        try container.encode(receipt.matched, forKey: .matched)
+        try container.encode(receipt.subscriptionIDs, forKey: .subscriptionIDs)
+    }
+}

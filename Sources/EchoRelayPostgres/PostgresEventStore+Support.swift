@@ -1,0 +1,111 @@
+import EchoRelayCore
+import Foundation
+import Logging
+import PostgresNIO
+
+extension PostgresEventStore: TimelineStore {
+    public func timeline(_ query: TimelineQuery) async throws -> [TimelineEntry] {
+        do {
+            let rows = try await client.query("""
+                SELECT e.id, e.type, e.sequence, e.occurred_at, e.received_at, e.status, e.status_reason,
+                       e.decided_at, e.verified_at,
+                       count(d.id) FILTER (WHERE d.replay_id IS NULL AND d.status = 'pending')::integer,
+                       count(d.id) FILTER (WHERE d.replay_id IS NULL AND d.status = 'delivered')::integer,
+                       count(d.id) FILTER (WHERE d.replay_id IS NULL AND d.status = 'dead')::integer,
+                       count(d.id) FILTER (WHERE d.replay_id IS NULL AND d.status = 'cancelled')::integer,
+                       count(d.id) FILTER (WHERE d.replay_id IS NOT NULL)::integer
+                FROM events e LEFT JOIN deliveries d ON d.event_id = e.id
+                WHERE e.user_id = \(query.userID)
+                  AND (\(query.types?.map(\.rawValue))::text[] IS NULL OR e.type = ANY (\(query.types?.map(\.rawValue))::text[]))
+                  AND (\(query.statuses?.map(\.rawValue))::text[] IS NULL OR e.status = ANY (\(query.statuses?.map(\.rawValue))::text[]))
+                  AND (\(query.since)::timestamptz IS NULL OR e.received_at >= \(query.since))
+                  AND (\(query.until)::timestamptz IS NULL OR e.received_at < \(query.until))
+                  AND (\(query.beforeSequence)::bigint IS NULL OR e.sequence < \(query.beforeSequence))
+                GROUP BY e.id
+                ORDER BY e.sequence DESC
+                LIMIT \(query.limit)
+                """, logger: logger)
+            var entries: [TimelineEntry] = []
+            for try await row in rows.decode(
+                (String, String, Int64, Date, Date, String, String?, Date?, Date?, Int, Int, Int, Int, Int).self
+            ) {
+                guard let type = EventType(rawValue: row.1), let status = EventStatus(rawValue: row.5) else {
+                    throw StoreError.unexpected("event \(row.0) has an unknown type or status")
+                }
+                let event = StoredEvent(
+                    id: row.0, type: type, userID: query.userID, sequence: row.2, occurredAt: row.3, receivedAt: row.4,
+                    status: status, reason: row.6.flatMap(VerificationReason.init(rawValue:)), decidedAt: row.7, verifiedAt: row.8
+                )
+                entries.append(TimelineEntry(event: event, deliveries: DeliverySummary(
+                    pending: row.9, delivered: row.10, dead: row.11, cancelled: row.12, replays: row.13
+                )))
+            }
+            return entries
+        } catch {
+            throw StoreError.wrap(error)
+        }
+    }
+}
+
+extension PostgresEventStore: DeadLetterStore {
+    public func deadLetters(_ filter: DeadLetterFilter, beforeID: Int64?, limit: Int) async throws -> [DeadLetter] {
+        do {
+            let rows = try await client.query("""
+                SELECT d.id, d.event_id, d.subscription_id, d.replay_id, d.user_id, e.type, d.sequence, d.webhook_id,
+                       d.attempts, e.received_at, coalesce(d.finished_at, d.created_at), a.status_code, a.error
+                FROM deliveries d
+                JOIN events e ON e.id = d.event_id
+                LEFT JOIN LATERAL (SELECT status_code, error FROM delivery_attempts
+                                   WHERE delivery_id = d.id ORDER BY id DESC LIMIT 1) a ON true
+                WHERE d.status = 'dead'
+                  AND (\(filter.subscriptionID)::text IS NULL OR d.subscription_id = \(filter.subscriptionID))
+                  AND (\(filter.since)::timestamptz IS NULL OR e.received_at >= \(filter.since))
+                  AND (\(filter.until)::timestamptz IS NULL OR e.received_at < \(filter.until))
+                  AND (\(beforeID)::bigint IS NULL OR d.id < \(beforeID))
+                ORDER BY d.id DESC
+                LIMIT \(limit)
+                """, logger: logger)
+            var letters: [DeadLetter] = []
+            for try await row in rows.decode(
+                (Int64, String, String, String?, String, String, Int64, String, Int, Date, Date, Int?, String?).self
+            ) {
+                guard let type = EventType(rawValue: row.5) else { throw StoreError.unexpected("event \(row.1) has an unknown type") }
+                letters.append(DeadLetter(
+                    deliveryID: row.0, eventID: row.1, subscriptionID: row.2, replayID: row.3, userID: row.4, type: type,
+                    sequence: row.6, webhookID: row.7, attempts: row.8, receivedAt: row.9, deadAt: row.10,
+                    lastStatusCode: row.11, lastError: row.12
+                ))
+            }
+            return letters
+        } catch {
+            throw StoreError.wrap(error)
+        }
+    }
+
+    public func redriveDeadLetters(_ filter: DeadLetterFilter, dryRun: Bool, actor: Principal, reason: String) async throws -> Int {
+        try await transaction { connection in
+            // A redriven delivery keeps its row, webhook-id and attempt history; its try count
+            // starts again, so it gets the whole retry schedule once more.
+            let matching = try await (try await connection.query("""
+                SELECT d.id FROM deliveries d
+                JOIN events e ON e.id = d.event_id
+                JOIN subscriptions s ON s.id = d.subscription_id
+                WHERE d.status = 'dead' AND s.deleted_at IS NULL
+                  AND (\(filter.subscriptionID)::text IS NULL OR d.subscription_id = \(filter.subscriptionID))
+                  AND (\(filter.since)::timestamptz IS NULL OR e.received_at >= \(filter.since))
+                  AND (\(filter.until)::timestamptz IS NULL OR e.received_at < \(filter.until))
+                FOR UPDATE OF d
+                """, logger: logger)).decode(Int64.self).gathered()
+            if dryRun { return matching.count }
+            try await connection.query("""
+                UPDATE deliveries
+                SET status = 'pending', attempts = 0, due_at = now(), finished_at = NULL,
+                    lease_owner = NULL, lease_expires_at = NULL
+                WHERE id = ANY (\(matching))
+                """, logger: logger)
+            try await Self.audit(on: connection, logger: logger, actor: actor, action: "dead_letters.redrive", target: nil,
+                                 filter: filter.json, matched: matching.count, reason: reason)
+            return matching.count
+        }
+    }
+}

@@ -1,0 +1,172 @@
+import ArgumentParser
+import EchoRelayCore
+import Foundation
+
+/// `echorelay dead-letters`: deliveries that used every try without success, and sending
+/// them again once the subscriber is fixed. A client of the HTTP API.
+struct DeadLettersCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "dead-letters",
+        abstract: "List deliveries that failed for good, and redrive them (a client of the API).",
+        discussion: "Needs a token with the support or admin role (ECHORELAY_TOKEN). \(ClientHelp.exitStatus)",
+        subcommands: [List.self, Redrive.self]
+    )
+
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "List dead deliveries, with their last error.",
+            discussion: ClientHelp.exitStatus
+        )
+
+        @Option(help: ArgumentHelp("Only this subscription's (sub_…).", valueName: "subscription-id"))
+        var subscription: String?
+
+        @Option(help: ArgumentHelp("Only events received at or after this time: \(TimeArgument.help).", valueName: "time"))
+        var since: String?
+
+        @Option(help: ArgumentHelp("Only events received before this time: \(TimeArgument.help).", valueName: "time"))
+        var until: String?
+
+        @Option(help: "Dead letters per request, 1–100. (default: the server's, 50)")
+        var limit: Int?
+
+        @Option(help: "Start from this page: the next_cursor of an earlier --json answer.")
+        var cursor: String?
+
+        @Flag(help: "Follow the pages to the end instead of stopping after the first.")
+        var all = false
+
+        @OptionGroup var client: ClientOptions
+
+        func validate() throws {
+            try TimeArgument.validate(since, flag: "--since")
+            try TimeArgument.validate(until, flag: "--until")
+            if let limit, !(1...100).contains(limit) { throw ValidationError("--limit must be 1–100, got \(limit)") }
+        }
+
+        func run() async throws {
+            try await client.run { api in
+                var query: [(String, String)] = []
+                if let subscription { query.append(("subscription_id", subscription)) }
+                if let since = TimeArgument.value(since) { query.append(("since", since)) }
+                if let until = TimeArgument.value(until) { query.append(("until", until)) }
+                if let limit { query.append(("limit", String(limit))) }
+                let pages = try await Pages.fetch(api, ["v1", "dead-letters"], query: query, cursor: cursor, all: all)
+                if client.json { return printJSON(try pages.json(listKey: "dead_letters")) }
+
+                let letters = try pages.items(DeadLetterPage.self, \.deadLetters)
+                print(letters.isEmpty ? "no dead letters match" : Self.table(letters))
+                if let next = pages.nextCursor {
+                    writeToStandardError("more dead letters: --all lists every page, or --cursor \(next) the next one")
+                }
+            }
+        }
+
+        static func table(_ letters: [DeadLetter]) -> String {
+            TextOutput.table(
+                ["DEAD AT", "EVENT", "USER", "TYPE", "SUBSCRIPTION", "TRIES", "LAST ERROR"],
+                letters.map { letter in
+                    [TextOutput.time(letter.deadAt), letter.eventID, letter.userID, letter.type, letter.subscriptionID,
+                     String(letter.attempts), letter.lastErrorText]
+                }
+            )
+        }
+    }
+
+    struct Redrive: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Send dead deliveries again, each with a fresh set of tries.",
+            discussion: """
+                Example, once a subscriber is fixed:
+                  echorelay dead-letters redrive --subscription sub_… --since 1d --reason "backend fixed" --dry-run
+
+                \(ClientHelp.exitStatus)
+                """
+        )
+
+        @Option(help: "Why: required, and kept in the audit log with who did it.")
+        var reason: String?
+
+        @Option(help: ArgumentHelp("Only this subscription's dead letters (sub_…).", valueName: "subscription-id"))
+        var subscription: String?
+
+        @Option(help: ArgumentHelp("Only events received at or after this time: \(TimeArgument.help).", valueName: "time"))
+        var since: String?
+
+        @Option(help: ArgumentHelp("Only events received before this time: \(TimeArgument.help).", valueName: "time"))
+        var until: String?
+
+        @Flag(help: "Count the dead letters that match and send nothing.")
+        var dryRun = false
+
+        @OptionGroup var client: ClientOptions
+
+        func validate() throws {
+            try Reason.validate(reason, doing: "redrive them")
+            try TimeArgument.validate(since, flag: "--since")
+            try TimeArgument.validate(until, flag: "--until")
+        }
+
+        func run() async throws {
+            struct Body: Encodable {
+                let reason: String
+                let subscription_id: String?
+                let since: String?
+                let until: String?
+                let dry_run: Bool?
+            }
+            try await client.run { api in
+                let answer = try await api.post(["v1", "dead-letters", "redrive"], body: Body(
+                    reason: reason ?? "", subscription_id: subscription, since: TimeArgument.value(since),
+                    until: TimeArgument.value(until), dry_run: dryRun ? true : nil
+                ))
+                if client.json { return printJSON(answer.body) }
+                let matched = try answer.decode(DryRunCount.self).matched
+                if dryRun {
+                    print("dry run: \(TextOutput.count(matched, "dead letter matches", "dead letters match")); nothing was sent")
+                } else {
+                    print("redriving \(TextOutput.count(matched, "dead letter", "dead letters")): each is sent again with a fresh set of tries")
+                }
+            }
+        }
+    }
+}
+
+/// `GET /v1/dead-letters`.
+struct DeadLetterPage: Decodable {
+    let deadLetters: [DeadLetter]
+
+    enum CodingKeys: String, CodingKey {
+        case deadLetters = "dead_letters"
+    }
+}
+
+struct DeadLetter: Decodable {
+    let eventID: String
+    let subscriptionID: String
+    let userID: String
+    let type: String
+    let attempts: Int
+    let deadAt: String
+    let lastError: String?
+    let lastStatusCode: Int?
+
+    enum CodingKeys: String, CodingKey {
+        case type, attempts
+        case eventID = "event_id"
+        case subscriptionID = "subscription_id"
+        case userID = "user_id"
+        case deadAt = "dead_at"
+        case lastError = "last_error"
+        case lastStatusCode = "last_status_code"
+    }
+
+    /// The last error, with the status code unless it already names it, shortened for a table.
+    var lastErrorText: String {
+        var text = lastError ?? "-"
+        if let code = lastStatusCode.map(String.init), !text.contains(code) {
+            text = lastError.map { "HTTP \(code): \($0)" } ?? "HTTP \(code)"
+        }
+        return TextOutput.shortened(text, to: 60)
+    }
+}
