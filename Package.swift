@@ -22,6 +22,7 @@ let package = Package(
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
+        .package(url: "https://github.com/vapor/sqlite-nio", from: "1.13.2"),
     ],
     targets: [
         // Domain types, validation and signatures: no server or database dependency.
@@ -36,9 +37,10 @@ let package = Package(
         // The numbered SQL migrations, embedded in the binary so a deployment is one file.
         .target(
             name: "EchoRelaySchema",
+            dependencies: [.product(name: "Crypto", package: "swift-crypto")],
             path: "Schema",
             exclude: ["README.md"],
-            resources: [.embedInCode("postgres")],
+            resources: [.embedInCode("postgres"), .embedInCode("sqlite")],
             swiftSettings: swiftSettings
         ),
         .target(
@@ -47,6 +49,19 @@ let package = Package(
                 "EchoRelayCore",
                 "EchoRelaySchema",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // The embedded store: one SQLite file, one process, no database server.
+        .target(
+            name: "EchoRelaySQLite",
+            dependencies: [
+                "EchoRelayCore",
+                "EchoRelaySchema",
+                .product(name: "SQLiteNIO", package: "sqlite-nio"),
+                .product(name: "Crypto", package: "swift-crypto"),      // migration checksums, webhook ids, token ids
+                .product(name: "NIOCore", package: "swift-nio"),        // ByteBuffer, for BLOB binds
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
@@ -73,6 +88,8 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ],
+            // The OpenAPI description, served at GET /openapi.yaml from the binary itself.
+            resources: [.embedInCode("OpenAPI")],
             swiftSettings: swiftSettings
         ),
         // Configuration → stores, services and the HTTP application, as one ServiceGroup.
@@ -81,6 +98,7 @@ let package = Package(
             dependencies: [
                 "EchoRelayCore",
                 "EchoRelayPostgres",
+                "EchoRelaySQLite",
                 "EchoRelayHTTP",
                 "EchoRelayWorkers",
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -96,9 +114,17 @@ let package = Package(
                 "EchoRelayCore",
                 "EchoRelayServer",
                 "EchoRelayPostgres",
+                "EchoRelaySQLite",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                // The support verbs (events, replay, replays, dead-letters) are clients of the HTTP API.
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
+                // `echorelay demo` runs a stand-in identity provider and subscriber.
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -122,7 +148,9 @@ let package = Package(
         ),
         .testTarget(
             name: "EchoRelayCoreTests",
-            dependencies: ["EchoRelayCore"],
+            // TestSupport only for ProcessLauncher: every child process of the one test bundle
+            // must be launched through the same lock.
+            dependencies: ["EchoRelayCore", "TestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
@@ -131,6 +159,7 @@ let package = Package(
                 "EchoRelayCore",
                 "EchoRelayWorkers",
                 "EchoRelayPostgres",
+                "EchoRelaySQLite",
                 "EchoRelayHTTP",
                 "EchoRelayServer",
                 "TestSupport",

@@ -1,48 +1,9 @@
-import Crypto
+@_exported import struct EchoRelaySchema.Migration
+@_exported import enum EchoRelaySchema.MigrationError
 import EchoRelaySchema
 import Foundation
 import Logging
 import PostgresNIO
-
-/// One numbered migration and the SHA-256 checksum that pins its text once applied.
-public struct Migration: Sendable {
-    public let version: Int
-    public let name: String
-    public let sql: String
-
-    public init(version: Int, name: String, sql: String) {
-        self.version = version
-        self.name = name
-        self.sql = sql
-    }
-
-    public var checksum: String {
-        SHA256.hash(data: Data(sql.utf8)).map { String(format: "%02x", $0) }.joined()
-    }
-
-    /// The migrations this build carries, from `Schema/postgres`.
-    public static let postgres: [Migration] = SchemaFiles.postgres.map {
-        Migration(version: $0.version, name: $0.name, sql: $0.sql)
-    }
-}
-
-public enum MigrationError: Error, Equatable, CustomStringConvertible {
-    /// An applied migration's file no longer matches what was applied.
-    case checksumMismatch(version: Int, name: String)
-    /// The database has a migration this build does not know: it was migrated by a newer echorelay.
-    case unknownVersion(Int)
-
-    public var description: String {
-        switch self {
-        case .checksumMismatch(let version, let name):
-            "migration \(version) (\(name)) was changed after it was applied to this database; "
-                + "restore the original file and put the change in a new numbered migration"
-        case .unknownVersion(let version):
-            "the database has migration \(version), which this echorelay does not know; "
-                + "it was migrated by a newer version: run that version, or restore an older database"
-        }
-    }
-}
 
 /// Applies pending migrations, one transaction each, under an advisory lock so several
 /// processes starting together migrate once.
@@ -89,7 +50,7 @@ public struct Migrator: Sendable {
         for migration in pending {
             logger.info("applying migration", metadata: ["migration.version": "\(migration.version)", "migration.name": "\(migration.name)"])
             try await connection.withTransaction(logger: logger) { connection in
-                for statement in SQLStatements.split(migration.sql) {
+                for statement in SQLScript.statements(migration.sql) {
                     try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
                 }
                 try await connection.query("""
@@ -102,14 +63,7 @@ public struct Migrator: Sendable {
     }
 
     private func check(applied: [Int: String]) throws(MigrationError) -> [Migration] {
-        let known = Dictionary(uniqueKeysWithValues: migrations.map { ($0.version, $0) })
-        for (version, checksum) in applied.sorted(by: { $0.key < $1.key }) {
-            guard let migration = known[version] else { throw .unknownVersion(version) }
-            guard migration.checksum == checksum else {
-                throw .checksumMismatch(version: version, name: migration.name)
-            }
-        }
-        return migrations.filter { applied[$0.version] == nil }
+        try Migration.pending(migrations, applied: applied)
     }
 
     private func appliedChecksums(on connection: PostgresConnection, createTable: Bool) async throws -> [Int: String] {

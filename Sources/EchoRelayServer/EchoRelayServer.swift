@@ -1,6 +1,7 @@
 import EchoRelayCore
 import EchoRelayHTTP
 import EchoRelayPostgres
+import EchoRelaySQLite
 import EchoRelayWorkers
 import Foundation
 import Hummingbird
@@ -8,7 +9,7 @@ import Logging
 import PostgresNIO
 import ServiceLifecycle
 
-/// Builds the `serve` process: the PostgreSQL client, the store and the HTTP application,
+/// Builds the `serve` process: the store (PostgreSQL or the embedded file), the workers and the HTTP application,
 /// as one Hummingbird application whose services start and stop together.
 public enum EchoRelayServer {
     public typealias App = Application<RouterResponder<EchoRelayRequestContext>>
@@ -16,44 +17,80 @@ public enum EchoRelayServer {
     public static func makeApplication(
         _ configuration: ServerConfiguration, logger: Logger,
         onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
-    ) throws -> App {
-        let secrets = try configuration.ingestSecrets.map { secret in
+    ) async throws -> App {
+        let location = try DatabaseLocation.parse(configuration.databaseURL)
+        var ingestSecrets = try configuration.ingestSecrets.map { secret in
             do throws(WebhookSecretError) {
                 return try WebhookSecret(secret.revealed)
             } catch {
                 throw ConfigurationError(setting: "ECHORELAY_INGEST_SECRETS", reason: error.description)
             }
         }
-        guard !secrets.isEmpty else {
+        if ingestSecrets.isEmpty, case .postgres = location {
             throw ConfigurationError(
                 setting: "ECHORELAY_INGEST_SECRETS",
                 reason: "at least one whsec_ secret is required to accept events (generate one with: echorelay secret)"
             )
         }
-        let databaseConfiguration: PostgresClient.Configuration
-        do throws(DatabaseURLError) {
-            databaseConfiguration = try DatabaseURL.postgresConfiguration(configuration.databaseURL.revealed)
-        } catch {
-            throw ConfigurationError(setting: "ECHORELAY_DATABASE_URL", reason: error.reason)
+        if case .sqlite = location, configuration.role != .all {
+            throw ConfigurationError(
+                setting: "ECHORELAY_ROLE",
+                reason: "\(configuration.role.rawValue) splits the work over several processes, which needs PostgreSQL (ECHORELAY_DATABASE_URL=postgres://…); the embedded store serves one process that does everything"
+            )
         }
         try configuration.echo.validate()
         try configuration.delivery.validate(lease: configuration.echo.lease)
+        let sealer = try configuration.secretKey.map { key in
+            do throws(SecretSealerError) {
+                return try SecretSealer(keys: key.revealed)
+            } catch {
+                // The description names the setting itself.
+                throw ConfigurationError(setting: "ECHORELAY_SECRET_KEY", reason: String(error.description.trimmingPrefix("ECHORELAY_SECRET_KEY: ")))
+            }
+        }
+        if let sealer {
+            logger.info("subscription secrets are sealed at rest", metadata: [
+                "secret_key.sealing": "\(sealer.sealingKeyID)", "secret_key.ids": "\(sealer.keyIDs.joined(separator: ","))",
+            ])
+        } else {
+            let database = if case .postgres = location { "PostgreSQL database" } else { "embedded SQLite file" }
+            logger.warning("ECHORELAY_SECRET_KEY is not set: subscription signing secrets are stored in plaintext in the \(database) (make a key with: echorelay secret-key)")
+        }
         if configuration.echo.allowHTTP {
             logger.warning("ECHORELAY_ECHO_ALLOW_HTTP is on: OAuth Echo may use plain http; for local testing only")
         }
-        if configuration.adminToken == nil {
-            logger.warning("ECHORELAY_ADMIN_TOKEN is not set: the admin API refuses every request")
-        }
 
         let processID = "\(ProcessInfo.processInfo.hostName):\(ProcessInfo.processInfo.processIdentifier):\(UUID().uuidString.prefix(8))"
-        let client = PostgresClient(configuration: databaseConfiguration, backgroundLogger: logger)
-        let store = PostgresEventStore(client: client, logger: logger)
         let wake = WakeSignal()
         let deliveryWake = WakeSignal()
-        let schemaReady = Gate(open: !configuration.migrateAtStart)
-        let notifications = PostgresWorkNotifications(
-            client: client, localWakes: [wake, deliveryWake], processID: processID, logger: logger
+        let replayWake = WakeSignal()
+        let backend = try await StoreBackend.open(
+            location, localWakes: [wake, deliveryWake, replayWake], processID: processID, sealer: sealer, logger: logger
         )
+        let store = backend.store
+        let schemaReady = Gate(open: !configuration.migrateAtStart)
+        if let sqlite = backend.sqlite {
+            do {
+                // One process owns the file, so it migrates before anything else, and the
+                // first run can keep its generated secrets in the store.
+                if configuration.migrateAtStart {
+                    let applied = try await backend.migrate()
+                    logger.info("embedded store is current", metadata: ["path": "\(sqlite.path)", "migrations.applied": "\(applied)"])
+                    schemaReady.open()
+                }
+                let firstRun = try await FirstRun.prepare(
+                    store: sqlite, ingestSecrets: ingestSecrets, adminToken: configuration.adminToken, logger: logger
+                )
+                ingestSecrets = firstRun.ingestSecrets
+                firstRun.printWelcome(host: configuration.host, port: configuration.port)
+            } catch {
+                try? await sqlite.close()
+                throw error
+            }
+        } else if configuration.adminToken == nil {
+            logger.warning("ECHORELAY_ADMIN_TOKEN is not set: only tokens made with `echorelay tokens create` are accepted")
+        }
+        let announce = backend.announce
         var workerConfiguration = VerifyWorkerConfiguration()
         workerConfiguration.lease = configuration.echo.lease
         workerConfiguration.retrySchedule = configuration.echo.retrySchedule
@@ -67,7 +104,7 @@ public enum EchoRelayServer {
             owner: processID, ready: schemaReady,
             deliveriesCreated: {
                 deliveryWake.wake()
-                notifications.announce()
+                announce()
             },
             logger: logger
         )
@@ -84,16 +121,30 @@ public enum EchoRelayServer {
             store: store, wake: deliveryWake, configuration: deliveryConfiguration, owner: processID, ready: schemaReady,
             logger: logger
         )
+        let replayWorker = ReplayWorker(
+            store: store, rate: configuration.delivery.replayRate, wake: replayWake, pollInterval: configuration.echo.pollInterval,
+            ready: schemaReady,
+            deliveriesCreated: {
+                deliveryWake.wake()
+                announce()
+            },
+            logger: logger
+        )
         if configuration.delivery.allowPrivateSubscribers {
             logger.warning("ECHORELAY_ALLOW_PRIVATE_SUBSCRIBERS is on: subscribers may be private addresses over http; for local testing only")
         }
         let router = buildRouter(servesAPI: configuration.role.servesAPI, HTTPDependencies(
             store: store,
             subscriberURLPolicy: SubscriberURLPolicy(allowPrivate: configuration.delivery.allowPrivateSubscribers),
-            ingestSecrets: secrets, authorizer: BearerAuthorizer(adminToken: configuration.adminToken, tokens: store, logger: logger),
-            workCreated: {
-                wake.wake()  // workers in this process, at once
-                notifications.announce()  // workers elsewhere, after the commit, debounced
+            ingestSecrets: ingestSecrets, authorizer: BearerAuthorizer(adminToken: configuration.adminToken, tokens: store, logger: logger),
+            workCreated: { kind in
+                // Workers in this process at once; workers elsewhere after the commit, debounced.
+                switch kind {
+                case .verification: wake.wake()
+                case .delivery: deliveryWake.wake()
+                case .replay: replayWake.wake()
+                }
+                announce()
             }
         ))
         var app = Application(
@@ -101,14 +152,13 @@ public enum EchoRelayServer {
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "EchoRelay"),
             // Started in this order and stopped in reverse: the server stops taking requests
             // first, then the worker finishes what it holds, then the database client closes.
-            services: configuration.role.runsWorkers
-                ? [client, notifications, verifyWorker, deliveryWorker] : [client, notifications],
+            services: backend.services + (configuration.role.runsWorkers ? [verifyWorker, deliveryWorker, replayWorker] : []),
             onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? 0) },
             logger: logger
         )
-        if configuration.migrateAtStart {
+        if configuration.migrateAtStart, backend.sqlite == nil {
             app.beforeServerStarts {
-                let applied = try await Migrator(client: client, logger: logger).migrate()
+                let applied = try await backend.migrate()
                 logger.info("database schema is current", metadata: ["migrations.applied": "\(applied)"])
                 schemaReady.open()
             }

@@ -5,22 +5,27 @@ import Logging
 public struct ServerConfiguration: Sendable {
     public var host: String
     public var port: Int
-    /// A `postgres://` URL. Its password is a secret and is never logged.
-    public var databaseURL: Secret
+    /// `postgres://…` or `sqlite:PATH`; nil keeps everything in `echorelay.sqlite` in the
+    /// working folder. A PostgreSQL password is a secret and is never logged.
+    public var databaseURL: Secret?
     /// `whsec_` secrets; a signature by any one of them is accepted (rotation).
     public var ingestSecrets: [Secret]
     public var adminToken: Secret?
+    /// `ECHORELAY_SECRET_KEY`: base64 AES-256 keys, comma-separated, the sealing one first,
+    /// that encrypt subscription secrets in the database; nil stores them in plain text.
+    public var secretKey: Secret?
     public var migrateAtStart: Bool
     public var role: ServerRole
     public var echo: EchoConfiguration
     public var delivery: DeliveryConfiguration
 
     public init(
-        host: String = "127.0.0.1", port: Int = 8080, databaseURL: Secret, ingestSecrets: [Secret],
-        adminToken: Secret?, migrateAtStart: Bool = true, role: ServerRole = .all, echo: EchoConfiguration,
+        host: String = "127.0.0.1", port: Int = 8080, databaseURL: Secret?, ingestSecrets: [Secret],
+        adminToken: Secret?, secretKey: Secret? = nil, migrateAtStart: Bool = true, role: ServerRole = .all, echo: EchoConfiguration,
         delivery: DeliveryConfiguration = DeliveryConfiguration()
     ) {
         self.delivery = delivery
+        self.secretKey = secretKey
         self.role = role
         self.host = host
         self.port = port
@@ -73,10 +78,10 @@ public struct EchoConfiguration: Sendable {
     /// Refuses settings that cannot work, naming the variable to fix.
     func validate() throws {
         guard !consumerKey.isEmpty else {
-            throw ConfigurationError(setting: "ECHORELAY_CONSUMER_KEY", reason: "is required: the app's OAuth consumer key, which every echo header must carry")
+            throw ConfigurationError(setting: "ECHORELAY_CONSUMER_KEY", reason: "is required: the app's OAuth consumer key, which every echo header must carry (to try EchoRelay on this machine without a provider: echorelay serve --demo, then echorelay demo)")
         }
         guard !allowedHosts.isEmpty else {
-            throw ConfigurationError(setting: "ECHORELAY_ECHO_ALLOWED_HOSTS", reason: "is required: the provider hosts EchoRelay may send OAuth Echo requests to (host or host:port, comma-separated)")
+            throw ConfigurationError(setting: "ECHORELAY_ECHO_ALLOWED_HOSTS", reason: "is required: the provider hosts EchoRelay may send OAuth Echo requests to (host or host:port, comma-separated; to try EchoRelay on this machine: echorelay serve --demo)")
         }
         for entry in allowedHosts where entry.isEmpty || entry.contains("/") || entry.contains("@") || entry.contains("://") {
             throw ConfigurationError(setting: "ECHORELAY_ECHO_ALLOWED_HOSTS", reason: "entry \"\(entry)\" must be a bare host or host:port")
@@ -118,12 +123,15 @@ public struct DeliveryConfiguration: Sendable {
     public var allowPrivateSubscribers: Bool
     public var concurrency: Int
     public var perSubscriptionConcurrency: Int
+    /// Replayed deliveries a bulk replay creates per second (`ECHORELAY_REPLAY_RATE`).
+    public var replayRate: Int
 
     public init(
         timeout: Duration = .seconds(15), retrySchedule: [Duration] = DeliveryRetryPolicy.defaultSchedule,
         disableAfter: Duration = .seconds(5 * 86_400), allowPrivateSubscribers: Bool = false, concurrency: Int = 64,
-        perSubscriptionConcurrency: Int = 8
+        perSubscriptionConcurrency: Int = 8, replayRate: Int = 50
     ) {
+        self.replayRate = replayRate
         self.timeout = timeout
         self.retrySchedule = retrySchedule
         self.disableAfter = disableAfter
@@ -140,6 +148,9 @@ public struct DeliveryConfiguration: Sendable {
         guard concurrency > 0 else { throw ConfigurationError(setting: "ECHORELAY_DELIVERY_CONCURRENCY", reason: "must be at least 1") }
         guard perSubscriptionConcurrency > 0 else {
             throw ConfigurationError(setting: "ECHORELAY_SUBSCRIPTION_CONCURRENCY", reason: "must be at least 1")
+        }
+        guard (1...100_000).contains(replayRate) else {
+            throw ConfigurationError(setting: "ECHORELAY_REPLAY_RATE", reason: "must be from 1 to 100000 events per second")
         }
     }
 }

@@ -51,14 +51,10 @@ enum Setting {
             .filter { !$0.isEmpty }
     }
 
-    static func databaseURL(_ flag: String?) throws -> Secret {
-        guard let url = value(flag, "ECHORELAY_DATABASE_URL") else {
-            throw ConfigurationError(
-                setting: "ECHORELAY_DATABASE_URL",
-                reason: "is required: a postgres://user:password@host:5432/database URL"
-            )
-        }
-        return Secret(url)
+    /// Where the data lives: `postgres://…`, `sqlite:PATH`, or unset for `echorelay.sqlite`
+    /// in the working folder.
+    static func database(_ flag: String?) throws -> DatabaseLocation {
+        try DatabaseLocation.parse(value(flag, "ECHORELAY_DATABASE_URL").map(Secret.init))
     }
 }
 

@@ -1,6 +1,7 @@
 import ArgumentParser
 import EchoRelayCore
 import EchoRelayPostgres
+import EchoRelaySQLite
 import EchoRelayServer
 import Logging
 import PostgresNIO
@@ -15,7 +16,7 @@ struct MigrateCommand: AsyncParsableCommand {
             """
     )
 
-    @Option(help: "PostgreSQL URL. (env: ECHORELAY_DATABASE_URL, required)")
+    @Option(help: "postgres://… or sqlite:PATH. (env: ECHORELAY_DATABASE_URL, default: sqlite:echorelay.sqlite)")
     var databaseURL: String?
 
     @Flag(help: "Only list pending migrations; change nothing. Exits 1 if any are pending.")
@@ -25,7 +26,14 @@ struct MigrateCommand: AsyncParsableCommand {
 
     func run() async throws {
         let logger = try logging.bootstrap(label: "echorelay.migrate")
-        let url = try Setting.databaseURL(databaseURL)
+        let url: Secret
+        switch try Setting.database(databaseURL) {
+        case .postgres(let postgresURL):
+            url = postgresURL
+        case .sqlite(let path):
+            try await migrateEmbedded(path: path, logger: logger)
+            return
+        }
         let clientConfiguration: PostgresClient.Configuration
         do throws(DatabaseURLError) {
             clientConfiguration = try DatabaseURL.postgresConfiguration(url.revealed)
@@ -42,6 +50,27 @@ struct MigrateCommand: AsyncParsableCommand {
                 let applied = try await migrator.migrate()
                 print(applied.isEmpty ? "up to date" : "applied: " + applied.map(String.init).joined(separator: ", "))
             }
+        }
+    }
+
+    /// The embedded store: `serve` migrates it at start anyway; this is for `--check` and
+    /// for preparing a file before the first start. The file must not be in use.
+    private func migrateEmbedded(path: String, logger: Logger) async throws {
+        let store = try await SQLiteEventStore.open(path: path, logger: logger)
+        do {
+            if check {
+                let pending = try await store.pendingMigrations()
+                try await store.close()
+                print(pending.isEmpty ? "up to date" : "pending: " + pending.map(String.init).joined(separator: ", "))
+                if !pending.isEmpty { throw ExitCode(1) }
+            } else {
+                let applied = try await store.migrate()
+                try await store.close()
+                print(applied == 0 ? "up to date" : "applied: \(applied)")
+            }
+        } catch {
+            try? await store.close()
+            throw error
         }
     }
 }

@@ -8,7 +8,17 @@ struct ServeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "serve",
         abstract: "Run the EchoRelay server: the ingest endpoint and the API.",
-        discussion: "SIGTERM or SIGINT stops it gracefully: in-flight requests finish first."
+        discussion: """
+            SIGTERM or SIGINT stops it gracefully: in-flight requests finish first.
+
+            Secrets at rest: with ECHORELAY_SECRET_KEY (make one with `echorelay secret-key`), \
+            subscription signing secrets are stored encrypted (AES-256-GCM); without it, in plaintext, \
+            with a warning at start. Keep the key apart from the database and its backups.
+            To rotate the key:
+              1. set ECHORELAY_SECRET_KEY=<new>,<old> (new first); restart every serve
+              2. run: echorelay reseal   (with the same ECHORELAY_SECRET_KEY)
+              3. set ECHORELAY_SECRET_KEY=<new>; restart again
+            """
     )
 
     @Option(help: "Address to listen on. (env: ECHORELAY_HOST, default: 127.0.0.1)")
@@ -17,14 +27,17 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "Port to listen on. (env: ECHORELAY_PORT, default: 8080)")
     var port: Int?
 
-    @Option(help: "PostgreSQL URL, postgres://user:password@host:5432/database[?sslmode=disable|prefer|require]. (env: ECHORELAY_DATABASE_URL, required)")
+    @Option(help: "Where the data lives: a PostgreSQL URL, postgres://user:password@host:5432/database[?sslmode=disable|prefer|require], for production and several processes; or sqlite:PATH, an embedded file for one process. (env: ECHORELAY_DATABASE_URL, default: sqlite:echorelay.sqlite in the working folder)")
     var databaseURL: String?
 
-    @Option(help: "Comma-separated whsec_ secrets the identity provider signs events with; any one of them is accepted, for rotation. (env: ECHORELAY_INGEST_SECRETS, required)")
+    @Option(help: "Comma-separated whsec_ secrets the identity provider signs events with; any one of them is accepted, for rotation. (env: ECHORELAY_INGEST_SECRETS; required on PostgreSQL; on the embedded store one is made on the first run and kept there)")
     var ingestSecrets: String?
 
-    @Option(help: "Bearer token with the admin role. (env: ECHORELAY_ADMIN_TOKEN)")
+    @Option(help: "Bearer token with the admin role. (env: ECHORELAY_ADMIN_TOKEN; on the embedded store's first run without one, an admin token is made and printed once)")
     var adminToken: String?
+
+    @Option(help: "Comma-separated base64 AES-256 keys that encrypt subscription secrets in the database; the first seals, every one opens (rotation: <new>,<old>, then `echorelay reseal`). Make one with `echorelay secret-key`. (env: ECHORELAY_SECRET_KEY; unset: stored in plaintext, with a warning)")
+    var secretKey: String?
 
     @Option(help: "What this process runs: all (the API and the workers), ingest (the API only) or workers (the workers, and health checks). (env: ECHORELAY_ROLE, default: all)")
     var role: String?
@@ -68,6 +81,12 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "Webhook deliveries in flight at once per subscription, so one slow backend cannot take every slot. (env: ECHORELAY_SUBSCRIPTION_CONCURRENCY, default: 8)")
     var subscriptionConcurrency: Int?
 
+    @Option(help: "Events a bulk replay sends per second (each event to each subscription counts once), so a replay cannot flood a backend. (env: ECHORELAY_REPLAY_RATE, default: 50)")
+    var replayRate: Int?
+
+    @Flag(help: "Try EchoRelay on this machine with `echorelay demo`: accept OAuth Echo over plain http from the demo's stand-in identity provider on 127.0.0.1:8181 (consumer key echorelay-demo, unless ECHORELAY_CONSUMER_KEY is set) and deliver to subscribers on loopback. For trying it out only, never in production. (env: ECHORELAY_DEMO=1)")
+    var demo = false
+
     @Flag(help: "Do not apply pending database migrations at start-up (run `echorelay migrate` yourself). (env: ECHORELAY_NO_MIGRATE=1)")
     var noMigrate = false
 
@@ -75,12 +94,14 @@ struct ServeCommand: AsyncParsableCommand {
 
     func run() async throws {
         let logger = try logging.bootstrap(label: "echorelay")
-        let configuration = ServerConfiguration(
+        let demo = self.demo || Setting.value(nil, "ECHORELAY_DEMO") == "1"
+        var configuration = ServerConfiguration(
             host: Setting.value(host, "ECHORELAY_HOST") ?? "127.0.0.1",
             port: try Setting.integer(port, "ECHORELAY_PORT", default: 8080),
-            databaseURL: try Setting.databaseURL(databaseURL),
+            databaseURL: Setting.value(databaseURL, "ECHORELAY_DATABASE_URL").map(Secret.init),
             ingestSecrets: Setting.list(ingestSecrets, "ECHORELAY_INGEST_SECRETS").map(Secret.init),
             adminToken: Setting.value(adminToken, "ECHORELAY_ADMIN_TOKEN").map(Secret.init),
+            secretKey: Setting.value(secretKey, "ECHORELAY_SECRET_KEY").map(Secret.init),
             migrateAtStart: !(noMigrate || Setting.value(nil, "ECHORELAY_NO_MIGRATE") == "1"),
             role: try Setting.role(role),
             echo: EchoConfiguration(
@@ -98,10 +119,15 @@ struct ServeCommand: AsyncParsableCommand {
                 disableAfter: try Setting.duration(disableAfter, "ECHORELAY_DISABLE_AFTER", default: .seconds(5 * 86_400)),
                 allowPrivateSubscribers: allowPrivateSubscribers || Setting.value(nil, "ECHORELAY_ALLOW_PRIVATE_SUBSCRIBERS") == "1",
                 concurrency: try Setting.integer(deliveryConcurrency, "ECHORELAY_DELIVERY_CONCURRENCY", default: 64),
-                perSubscriptionConcurrency: try Setting.integer(subscriptionConcurrency, "ECHORELAY_SUBSCRIPTION_CONCURRENCY", default: 8)
+                perSubscriptionConcurrency: try Setting.integer(subscriptionConcurrency, "ECHORELAY_SUBSCRIPTION_CONCURRENCY", default: 8),
+                replayRate: try Setting.integer(replayRate, "ECHORELAY_REPLAY_RATE", default: 50)
             )
         )
-        let app = try EchoRelayServer.makeApplication(configuration, logger: logger)
+        if demo {
+            configuration.enableDemo()
+            logger.warning("demo mode: OAuth Echo is accepted from the stand-in provider on \(DemoDefaults.providerHostAndPort) over http, and subscribers may be on loopback; never in production")
+        }
+        let app = try await EchoRelayServer.makeApplication(configuration, logger: logger)
         try await app.runService()  // SIGTERM and SIGINT shut down gracefully
     }
 }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import EchoRelayCore
 import EchoRelayPostgres
+import EchoRelaySQLite
 import EchoRelayServer
 import Foundation
 import Logging
@@ -56,7 +57,10 @@ struct TokensCommand: AsyncParsableCommand {
             let role = Role(rawValue: role)!  // checked in validate()
             let name = name
             let (record, token) = try await database.withStore { store in
-                try await store.createAccessToken(name: name, role: role)
+                let created = try await store.createAccessToken(name: name, role: role)
+                try await store.recordAudit(actor: .commandLine, action: "token.create", target: created.record.id, filter: nil,
+                                            matched: nil, reason: nil)
+                return created
             }
             print("created \(record.role.rawValue) token \"\(record.name)\" (\(record.id)); it is shown only now: \(token.revealed)")
         }
@@ -118,6 +122,10 @@ struct TokensCommand: AsyncParsableCommand {
             let id = id
             let (record, revoked) = try await database.withStore { store in
                 let revoked = try await store.revokeAccessToken(id: id)
+                if revoked {
+                    try await store.recordAudit(actor: .commandLine, action: "token.revoke", target: id, filter: nil,
+                                                matched: nil, reason: nil)
+                }
                 // Read back for the confirmation, and to tell an unknown id from a revoked one.
                 guard let record = try await store.accessTokens().first(where: { $0.id == id }) else {
                     throw TokensCommandError("no access token has the id \"\(id)\" (see: echorelay tokens list)")
@@ -161,15 +169,18 @@ struct TokenListRow: Encodable {
 
 /// The database and logging options every `tokens` subcommand shares.
 struct TokenDatabaseOptions: ParsableArguments {
-    @Option(help: "PostgreSQL URL. (env: ECHORELAY_DATABASE_URL, required)")
+    @Option(help: "postgres://… or sqlite:PATH; the embedded file must not be in use by a running serve. (env: ECHORELAY_DATABASE_URL, default: sqlite:echorelay.sqlite)")
     var databaseURL: String?
 
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical. (env: ECHORELAY_LOG_LEVEL, default: warning)")
     var logLevel: String?
 
     /// Runs `body` with a store on the database, after applying any pending migrations so
-    /// that a token can be created before the first `serve`.
-    func withStore<Result: Sendable>(_ body: @Sendable (PostgresEventStore) async throws -> Result) async throws -> Result {
+    /// that a token can be created before the first `serve`. `sealer` seals and opens
+    /// subscription secrets (for `reseal`).
+    func withStore<Result: Sendable>(
+        sealer: SecretSealer? = nil, _ body: @Sendable (any EchoRelayStore) async throws -> Result
+    ) async throws -> Result {
         // Warnings only by default: the output is for the operator, and may be parsed.
         let chosenLevel = Setting.value(logLevel, "ECHORELAY_LOG_LEVEL")
         let logger = try LoggingOptions.parse(["--log-level", chosenLevel ?? "warning"]).bootstrap(label: "echorelay.tokens")
@@ -179,7 +190,22 @@ struct TokenDatabaseOptions: ParsableArguments {
         // fails is reported anyway, as the command's error.
         var poolLogger = logger
         if chosenLevel == nil { poolLogger.logLevel = .error }
-        let url = try Setting.databaseURL(databaseURL)
+        let url: Secret
+        switch try Setting.database(databaseURL) {
+        case .postgres(let postgresURL):
+            url = postgresURL
+        case .sqlite(let path):
+            let store = try await SQLiteEventStore.open(path: path, logger: logger, sealer: sealer)
+            do {
+                try await store.migrate()
+                let result = try await body(store)
+                try await store.close()
+                return result
+            } catch {
+                try? await store.close()
+                throw error
+            }
+        }
         let clientConfiguration: PostgresClient.Configuration
         do throws(DatabaseURLError) {
             clientConfiguration = try DatabaseURL.postgresConfiguration(url.revealed)
@@ -195,7 +221,7 @@ struct TokenDatabaseOptions: ParsableArguments {
                 // PSQLError's own description hides the cause; this one is safe to print.
                 throw TokensCommandError("could not prepare the database: \(safeDescription(of: error))")
             }
-            return try await body(PostgresEventStore(client: client, logger: logger))
+            return try await body(PostgresEventStore(client: client, logger: logger, sealer: sealer))
         }
     }
 }
@@ -206,5 +232,14 @@ struct TokensCommandError: Error, CustomStringConvertible {
 
     init(_ description: String) {
         self.description = description
+    }
+}
+
+extension Principal {
+    /// The operator at the command line, as the audit log names them: tokens commands work
+    /// on the database directly, with no token of their own.
+    static var commandLine: Principal {
+        let user = ProcessInfo.processInfo.environment["USER"].flatMap { $0.isEmpty ? nil : $0 } ?? "unknown user"
+        return Principal(tokenID: nil, name: "command line (\(user))", role: .admin)
     }
 }

@@ -1,6 +1,7 @@
 import EchoRelayCore
 import Foundation
 import Testing
+import TestSupport
 
 /// EchoRelay's OAuth 1.0a signing held against code nobody here wrote: Python's `oauthlib`
 /// signs the same requests, and both must produce the same header parameters, signature
@@ -89,7 +90,7 @@ import Testing
         process.standardInput = input
         process.standardOutput = output
         process.standardError = errors
-        try process.run()
+        try ProcessLauncher.run(process)
         input.fileHandleForWriting.write(try JSONEncoder().encode(cases))
         try input.fileHandleForWriting.close()
         let stdout = output.fileHandleForReading.readDataToEndOfFile()

@@ -1,6 +1,7 @@
 import EchoRelayCore
 import Foundation
 import Testing
+import TestSupport
 
 /// EchoRelay's Standard Webhooks signing held against code nobody here wrote: the reference
 /// Python package `standardwebhooks` verifies what EchoRelay signs and signs what EchoRelay
@@ -212,7 +213,7 @@ import Testing
         process.standardInput = stdin
         process.standardOutput = stdout
         process.standardError = stderr
-        try process.run()
+        try ProcessLauncher.run(process)
         process.waitUntilExit()
 
         let install = "`python3 -m pip install -r scripts/python-requirements.txt`"

@@ -107,7 +107,7 @@ import TestSupport
     }
 }
 
-@Suite struct SQLStatementsTests {
+@Suite struct SQLScriptTests {
     @Test func splitsOnSemicolonsOutsideQuotesCommentsAndDollarBodies() {
         let script = """
             -- a comment; not a statement
@@ -117,11 +117,16 @@ import TestSupport
             INSERT INTO a VALUES ('it''s; fine');
             -- trailing comment
             """
-        let statements = SQLStatements.split(script)
+        let statements = SQLScript.statements(script)
         #expect(statements.count == 4)
         #expect(statements[0].hasSuffix("CREATE TABLE a (x text DEFAULT ';')"))
         #expect(statements[1].contains(#""b;c""#))
         #expect(statements[2].contains("$body$ SELECT 1; $body$"))
         #expect(statements[3] == "INSERT INTO a VALUES ('it''s; fine')")
+    }
+
+    @Test func sqliteQuotedIdentifiersDoNotSplitAndPostgresArrayTypesStayWhole() {
+        let script = "CREATE TABLE `a;b` (x TEXT, [c;d] TEXT); CREATE TABLE e (f text[] NOT NULL);"
+        #expect(SQLScript.statements(script) == ["CREATE TABLE `a;b` (x TEXT, [c;d] TEXT)", "CREATE TABLE e (f text[] NOT NULL)"])
     }
 }

@@ -1,10 +1,12 @@
 import Foundation
 
-/// Splits a SQL script into single statements, because the extended query protocol that
-/// postgres-nio speaks runs one statement at a time. Semicolons inside quotes, quoted
-/// identifiers, dollar-quoted bodies and comments do not split.
-enum SQLStatements {
-    static func split(_ script: String) -> [String] {
+/// Splits a SQL script into single statements, because both drivers run one statement at a
+/// time (postgres-nio's extended protocol; SQLite prepares only the first). Semicolons inside
+/// quotes (`'…'`, `"…"`, and SQLite's `` `…` `` and `[…]`), PostgreSQL dollar-quoted bodies
+/// and comments do not split. (SQLite trigger bodies, `BEGIN … END` with semicolons inside,
+/// are not supported: the schema has none.)
+public enum SQLScript {
+    public static func statements(_ script: String) -> [String] {
         let chars = Array(script.unicodeScalars)
         var statements: [String] = []
         var current = String.UnicodeScalarView()
@@ -32,7 +34,7 @@ enum SQLStatements {
             let c = chars[index]
             let next = index + 1 < chars.count ? chars[index + 1] : nil
             switch c {
-            case "'", "\"":
+            case "'", "\"", "`":
                 // Quoted literal or identifier; a doubled quote is an escaped quote.
                 var end = index + 1
                 while end < chars.count {
@@ -44,6 +46,8 @@ enum SQLStatements {
                     end += 1
                 }
                 copy(until: min(end, chars.count))
+            case "[":
+                copy(until: find(["]"], from: index + 1))
             case "-" where next == "-":
                 copy(until: find(["\n"], from: index))
             case "/" where next == "*":

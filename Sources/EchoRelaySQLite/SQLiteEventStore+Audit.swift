@@ -1,0 +1,43 @@
+import EchoRelayCore
+import Foundation
+
+extension SQLiteEventStore {
+    /// Writes one audit entry in the caller's transaction, so an action and its entry commit together.
+    static func audit(
+        _ db: SQLiteDB, actor: Principal, action: String, target: String?, filter: JSONValue?, matched: Int?, reason: String?
+    ) async throws {
+        try await db.run("""
+            INSERT INTO audit_log (at, actor_token_id, actor_name, actor_role, action, target, filter, matched, reason)
+            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
+            """, [db.now, actor.tokenID, actor.name, actor.role.rawValue, action, target, filter.map(JSONText.init),
+                  matched, reason])
+    }
+
+    public func recordAudit(actor: Principal, action: String, target: String?, filter: JSONValue?, matched: Int?, reason: String?) async throws {
+        try await session.read { db in
+            try await Self.audit(db, actor: actor, action: action, target: target, filter: filter, matched: matched, reason: reason)
+        }
+    }
+
+    public func auditEntries(_ query: AuditQuery) async throws -> [AuditEntry] {
+        try await session.read { db in
+            try await db.rows("""
+                SELECT id, at, actor_token_id, actor_name, actor_role, action, target, filter, matched, reason
+                FROM audit_log
+                WHERE (?1 IS NULL OR action = ?1)
+                  AND (?2 IS NULL OR actor_name = ?2)
+                  AND (?3 IS NULL OR target = ?3)
+                  AND (?4 IS NULL OR at >= ?4)
+                  AND (?5 IS NULL OR at < ?5)
+                  AND (?6 IS NULL OR id < ?6)
+                ORDER BY id DESC LIMIT ?7
+                """, [query.action, query.actorName, query.target, query.since, query.until, query.beforeID, query.limit]).map { row in
+                AuditEntry(
+                    id: try row.int64(0), at: try row.date(1), actorTokenID: try row.optionalString(2), actorName: try row.string(3),
+                    actorRole: try row.string(4), action: try row.string(5), target: try row.optionalString(6),
+                    filter: try row.optionalJSON(7), matched: try row.optionalInt(8), reason: try row.optionalString(9)
+                )
+            }
+        }
+    }
+}

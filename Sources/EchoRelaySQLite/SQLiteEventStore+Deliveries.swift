@@ -1,0 +1,217 @@
+import EchoRelayCore
+import Foundation
+
+extension SQLiteEventStore {
+    /// A delivery row to create: the original one of a verified event, or a replayed one.
+    struct NewDelivery {
+        var eventID: String
+        var subscriptionID: String
+        var userID: String
+        var sequence: Int64
+        var webhookID: String
+        var replayID: String?
+    }
+
+    /// Creates one delivery per enabled subscription that wants this event's type. Runs in
+    /// the verification transaction, so a verified event never lacks its deliveries.
+    static func fanOut(_ task: VerificationTask, db: SQLiteDB) async throws {
+        let subscriptions = try await db.rows("""
+            SELECT id FROM subscriptions
+            WHERE enabled = 1 AND deleted_at IS NULL AND EXISTS (SELECT 1 FROM json_each(event_types) WHERE value = ?1)
+            ORDER BY seq
+            """, [task.type.rawValue]).map { try $0.string(0) }
+        try await insertDeliveries(subscriptions.map { subscriptionID in
+            NewDelivery(eventID: task.eventID, subscriptionID: subscriptionID, userID: task.userID, sequence: task.sequence,
+                        webhookID: WebhookID.make(eventID: task.eventID, subscriptionID: subscriptionID), replayID: nil)
+        }, db: db)
+    }
+
+    /// Inserts deliveries, due now, a few hundred per statement. An original delivery that
+    /// exists already is left as it is.
+    static func insertDeliveries(_ deliveries: [NewDelivery], db: SQLiteDB) async throws {
+        for start in stride(from: 0, to: deliveries.count, by: 500) {
+            let chunk = deliveries[start..<min(start + 500, deliveries.count)]
+            // Numbered parameters throughout: ?1 is now, then six per row.
+            var binds: [any SQLiteBind] = [db.now]
+            var tuples: [String] = []
+            for delivery in chunk {
+                let first = binds.count + 1
+                tuples.append("(" + (first..<first + 6).map { "?\($0)" }.joined(separator: ", ") + ", ?1, ?1)")
+                binds += [delivery.eventID, delivery.subscriptionID, delivery.userID, delivery.sequence,
+                          delivery.webhookID, delivery.replayID]
+            }
+            let values = tuples.joined(separator: ", ")
+            try await db.run("""
+                INSERT INTO deliveries (event_id, subscription_id, user_id, sequence, webhook_id, replay_id, due_at, created_at)
+                VALUES \(values)
+                ON CONFLICT (event_id, subscription_id) WHERE replay_id IS NULL DO NOTHING
+                """, binds)
+        }
+    }
+
+    public func claimDeliveries(owner: String, limit: Int, lease: Duration, perSubscriptionCap: Int) async throws -> [DeliveryTask] {
+        try await session.write { db in
+            // Candidates: due, enabled, and for an ordered subscription nothing earlier of the
+            // same user still open for it — neither a pending delivery nor an event of a type
+            // it wants still awaiting verification. Each subscription gets at most its cap,
+            // counting what is already in flight; first tries go before retries.
+            let chosen = try await db.rows("""
+                WITH in_flight AS (
+                    SELECT subscription_id, count(*) AS busy FROM deliveries
+                    WHERE status = 'pending' AND lease_expires_at > ?1
+                    GROUP BY subscription_id
+                ), candidates AS (
+                    SELECT d.id, d.attempts, d.due_at,
+                           row_number() OVER (PARTITION BY d.subscription_id ORDER BY d.attempts > 0, d.due_at, d.id) AS rank,
+                           coalesce(f.busy, 0) AS busy
+                    FROM deliveries d
+                    JOIN subscriptions s ON s.id = d.subscription_id
+                    LEFT JOIN in_flight f ON f.subscription_id = d.subscription_id
+                    WHERE d.status = 'pending' AND d.due_at <= ?1 AND s.enabled = 1 AND s.deleted_at IS NULL
+                      AND (s.ordered = 0 OR (
+                          NOT EXISTS (SELECT 1 FROM deliveries p
+                                      WHERE p.subscription_id = d.subscription_id AND p.user_id = d.user_id
+                                        AND p.sequence < d.sequence AND p.status = 'pending')
+                          AND NOT EXISTS (SELECT 1 FROM events e
+                                          WHERE e.user_id = d.user_id AND e.sequence < d.sequence AND e.status = 'pending'
+                                            AND e.type IN (SELECT value FROM json_each(s.event_types)))))
+                )
+                SELECT id FROM candidates WHERE rank + busy <= ?2
+                ORDER BY attempts > 0, due_at, id LIMIT ?3
+                """, [db.now, perSubscriptionCap, limit]).map { try $0.int64(0) }
+            guard !chosen.isEmpty else { return [] }
+            let ids = JSONText(.array(chosen.map(JSONValue.integer)))
+            let leaseEnd = db.now + lease.microseconds
+            try await db.run("""
+                UPDATE deliveries SET lease_owner = ?1, lease_expires_at = ?2, due_at = ?2, attempts = attempts + 1
+                WHERE id IN (SELECT value FROM json_each(?3))
+                """, [owner, leaseEnd, ids])
+            let rows = try await db.rows("""
+                SELECT d.id, d.event_id, d.subscription_id, d.webhook_id, d.attempts, s.url, s.secret,
+                       CASE WHEN s.previous_secret_expires_at > ?1 THEN s.previous_secret END,
+                       e.type, e.user_id, e.sequence, e.occurred_at, coalesce(e.verified_at, e.decided_at, ?1),
+                       e.provider_phone_number,
+                       (SELECT p.provider_phone_number FROM events p
+                        WHERE p.user_id = e.user_id AND p.sequence < e.sequence AND p.status = 'verified'
+                        ORDER BY p.sequence DESC LIMIT 1),
+                       d.replay_id, (SELECT r.created_at FROM replays r WHERE r.id = d.replay_id)
+                FROM deliveries d JOIN events e ON e.id = d.event_id JOIN subscriptions s ON s.id = d.subscription_id
+                WHERE d.id IN (SELECT value FROM json_each(?2))
+                """, [db.now, ids])
+            var tasks: [Int64: DeliveryTask] = [:]
+            for row in rows {
+                let deliveryID = try row.int64(0), eventID = try row.string(1)
+                guard let type = EventType(rawValue: try row.string(8)) else {
+                    throw StoreError.unexpected("event \(eventID) has an unknown type")
+                }
+                let replayID = try row.optionalString(15), replayAt = try row.optionalDate(16)
+                tasks[deliveryID] = DeliveryTask(
+                    deliveryID: deliveryID, eventID: eventID, subscriptionID: try row.string(2), webhookID: try row.string(3),
+                    url: try row.string(5), secrets: try openSecrets(try row.string(6), try row.optionalString(7), subscriptionID: try row.string(2)),
+                    attempts: try row.int(4), type: type, userID: try row.string(9), sequence: try row.int64(10),
+                    occurredAt: try row.date(11), verifiedAt: try row.date(12), phoneNumber: try row.optionalString(13),
+                    previousPhoneNumber: try row.optionalString(14), replay: replayID.flatMap { id in replayAt.map { DeliveryReplay(id: id, at: $0) } }
+                )
+            }
+            return chosen.compactMap { tasks[$0] }
+        }
+    }
+
+    public func recordDeliveryAttempt(
+        _ task: DeliveryTask, owner: String, attempt: DeliveryAttempt, next: DeliveryNext, disableAfter: Duration
+    ) async throws -> Bool {
+        let (status, delay): (String, Duration) = switch next {
+        case .delivered: ("delivered", .zero)
+        case .retry(let after): ("pending", after)
+        case .dead: ("dead", .zero)
+        }
+        return try await session.write { db in
+            let updated = try await db.rows("""
+                UPDATE deliveries
+                SET status = ?1, due_at = ?2, lease_owner = NULL, lease_expires_at = NULL,
+                    finished_at = CASE WHEN ?1 = 'pending' THEN NULL ELSE ?3 END
+                WHERE id = ?4 AND lease_owner = ?5 AND status = 'pending'
+                RETURNING id
+                """, [status, db.now + delay.microseconds, db.now, task.deliveryID, owner]).count
+            guard updated == 1 else { return false }
+
+            let milliseconds = Int(Double(attempt.duration.microseconds) / 1000)
+            try await db.run("""
+                INSERT INTO delivery_attempts (delivery_id, started_at, duration_ms, status_code, error_kind, error, response_head)
+                VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+                """, [task.deliveryID, attempt.startedAt, milliseconds, attempt.statusCode, attempt.errorKind?.rawValue,
+                      attempt.error, attempt.responseHead])
+
+            switch next {
+            case .delivered:
+                try await db.run(
+                    "UPDATE subscriptions SET last_success_at = ?1, failing_since = NULL WHERE id = ?2",
+                    [db.now, task.subscriptionID]
+                )
+            case .dead(let disable?):
+                try await db.run(
+                    "UPDATE subscriptions SET enabled = 0, disabled_reason = ?1, updated_at = ?2 WHERE id = ?3",
+                    [disable, db.now, task.subscriptionID]
+                )
+            case .retry, .dead(nil):
+                // A subscription whose deliveries have all failed for `disableAfter` is disabled.
+                // (SET reads the old failing_since, as in PostgreSQL.)
+                try await db.run("""
+                    UPDATE subscriptions
+                    SET failing_since = coalesce(failing_since, ?1),
+                        enabled = CASE WHEN failing_since < ?1 - ?2 THEN 0 ELSE enabled END,
+                        disabled_reason = CASE WHEN failing_since < ?1 - ?2
+                                               THEN 'every delivery has failed since '
+                                                    || strftime('%Y-%m-%dT%H:%M:%SZ', failing_since / 1000000, 'unixepoch')
+                                               ELSE disabled_reason END
+                    WHERE id = ?3
+                    """, [db.now, disableAfter.microseconds, task.subscriptionID])
+            }
+            return true
+        }
+    }
+
+    public func releaseDelivery(_ task: DeliveryTask, owner: String) async throws {
+        try await session.read { db in
+            try await db.run("""
+                UPDATE deliveries
+                SET due_at = ?1, lease_owner = NULL, lease_expires_at = NULL, attempts = max(attempts - 1, 0)
+                WHERE id = ?2 AND lease_owner = ?3 AND status = 'pending'
+                """, [db.now, task.deliveryID, owner])
+        }
+    }
+
+    public func deliveries(eventID: String) async throws -> [DeliveryRecord] {
+        try await session.read { db in
+            var records: [Int64: DeliveryRecord] = [:]
+            var order: [Int64] = []
+            for row in try await db.rows("""
+                SELECT id, subscription_id, webhook_id, status, created_at, finished_at,
+                       CASE WHEN status = 'pending' THEN due_at END, replay_id
+                FROM deliveries WHERE event_id = ?1 ORDER BY id
+                """, [eventID]) {
+                let id = try row.int64(0)
+                var record = DeliveryRecord(
+                    subscriptionID: try row.string(1), webhookID: try row.string(2),
+                    status: DeliveryStatus(rawValue: try row.string(3)) ?? .pending, createdAt: try row.date(4),
+                    finishedAt: try row.optionalDate(5), nextAttemptAt: try row.optionalDate(6), attempts: []
+                )
+                record.replayID = try row.optionalString(7)
+                records[id] = record
+                order.append(id)
+            }
+            for row in try await db.rows("""
+                SELECT a.delivery_id, a.started_at, a.duration_ms, a.status_code, a.error_kind, a.error, a.response_head
+                FROM delivery_attempts a JOIN deliveries d ON d.id = a.delivery_id
+                WHERE d.event_id = ?1 ORDER BY a.id
+                """, [eventID]) {
+                records[try row.int64(0)]?.attempts.append(DeliveryAttempt(
+                    startedAt: try row.date(1), duration: .milliseconds(try row.int(2)), statusCode: try row.optionalInt(3),
+                    errorKind: try row.optionalString(4).flatMap(DeliveryErrorKind.init(rawValue:)), error: try row.optionalString(5),
+                    responseHead: try row.optionalString(6)
+                ))
+            }
+            return order.compactMap { records[$0] }
+        }
+    }
+}

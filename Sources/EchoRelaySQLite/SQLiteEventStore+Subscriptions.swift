@@ -1,0 +1,158 @@
+import EchoRelayCore
+import Foundation
+
+extension SQLiteEventStore {
+    static let subscriptionColumns = """
+        id, owner_token_id, url, event_types, description, ordered, enabled, disabled_reason,
+        created_at, updated_at, last_success_at, failing_since, seq
+        """
+
+    static func subscription(_ row: Row) throws -> Subscription {
+        Subscription(
+            id: try row.string(0), ownerTokenID: try row.optionalString(1), url: try row.string(2),
+            eventTypes: try row.stringArray(3).compactMap(EventType.init(rawValue:)), description: try row.optionalString(4),
+            ordered: try row.bool(5), enabled: try row.bool(6), disabledReason: try row.optionalString(7),
+            createdAt: try row.date(8), updatedAt: try row.date(9), lastSuccessAt: try row.optionalDate(10),
+            failingSince: try row.optionalDate(11)
+        )
+    }
+
+    public func createSubscription(_ fields: SubscriptionFields, ownerTokenID: String?, secret: String) async throws -> Subscription {
+        let id = "sub_" + RandomID.make()
+        let types = (fields.eventTypes ?? []).map(\.rawValue)
+        let description = fields.description ?? nil
+        let stored = try sealed(secret, subscriptionID: id)
+        return try await session.read { db in
+            // seq is the list order and cursor: the next number, safe with one writer.
+            guard let row = try await db.row("""
+                INSERT INTO subscriptions (id, seq, owner_token_id, url, event_types, description, ordered, secret,
+                                           created_at, updated_at)
+                VALUES (?1, (SELECT coalesce(max(seq), 0) + 1 FROM subscriptions), ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8)
+                RETURNING \(Self.subscriptionColumns)
+                """, [id, ownerTokenID, fields.url ?? "", JSONText(types), description, fields.ordered ?? true, stored, db.now])
+            else { throw StoreError.unexpected("insert returned no row") }
+            return try Self.subscription(row)
+        }
+    }
+
+    public func subscriptions(owner: String?, cursor: String?, limit: Int) async throws -> SubscriptionPage {
+        var after: Int64 = 0
+        if let cursor {
+            guard let data = Data(base64Encoded: cursor), let text = String(data: data, encoding: .utf8),
+                  text.hasPrefix("s:"), let seq = Int64(text.dropFirst(2)) else { throw SubscriptionCursorError.invalid }
+            after = seq
+        }
+        return try await session.read { db in
+            let rows = try await db.rows("""
+                SELECT \(Self.subscriptionColumns) FROM subscriptions
+                WHERE deleted_at IS NULL AND seq > ?1 AND (?2 IS NULL OR owner_token_id = ?2)
+                ORDER BY seq LIMIT ?3
+                """, [after, owner, limit + 1])
+            let page = try rows.map { (try Self.subscription($0), try $0.int64(12)) }
+            let hasMore = page.count > limit
+            let items = Array(page.prefix(limit))
+            let next = hasMore ? items.last.map { Data("s:\($0.1)".utf8).base64EncodedString() } : nil
+            return SubscriptionPage(subscriptions: items.map(\.0), nextCursor: next)
+        }
+    }
+
+    public func subscription(id: String) async throws -> Subscription? {
+        try await session.read { db in
+            try await db.row("""
+                SELECT \(Self.subscriptionColumns) FROM subscriptions WHERE id = ?1 AND deleted_at IS NULL
+                """, [id]).map(Self.subscription)
+        }
+    }
+
+    public func updateSubscription(id: String, _ fields: SubscriptionFields) async throws -> Subscription? {
+        let types = fields.eventTypes.map { JSONText($0.map(\.rawValue)) }
+        let setDescription = fields.description != nil
+        let description = fields.description ?? nil
+        return try await session.read { db in
+            try await db.row("""
+                UPDATE subscriptions
+                SET url = coalesce(?1, url),
+                    event_types = coalesce(?2, event_types),
+                    description = CASE WHEN ?3 THEN ?4 ELSE description END,
+                    ordered = coalesce(?5, ordered),
+                    updated_at = ?6
+                WHERE id = ?7 AND deleted_at IS NULL
+                RETURNING \(Self.subscriptionColumns)
+                """, [fields.url, types, setDescription, description, fields.ordered, db.now, id]).map(Self.subscription)
+        }
+    }
+
+    public func deleteSubscription(id: String) async throws -> Bool {
+        try await session.write { db in
+            let deleted = try await db.rows("""
+                UPDATE subscriptions SET deleted_at = ?1, enabled = 0, updated_at = ?1
+                WHERE id = ?2 AND deleted_at IS NULL RETURNING id
+                """, [db.now, id]).count
+            guard deleted == 1 else { return false }
+            try await db.run("""
+                UPDATE deliveries SET status = 'cancelled', finished_at = ?1, lease_owner = NULL, lease_expires_at = NULL
+                WHERE subscription_id = ?2 AND status = 'pending'
+                """, [db.now, id])
+            return true
+        }
+    }
+
+    public func setSubscriptionEnabled(id: String, _ enabled: Bool, reason: String?) async throws -> Subscription? {
+        try await session.read { db in
+            try await db.row("""
+                UPDATE subscriptions
+                SET enabled = ?1, disabled_reason = CASE WHEN ?1 THEN NULL ELSE ?2 END,
+                    failing_since = CASE WHEN ?1 THEN NULL ELSE failing_since END, updated_at = ?3
+                WHERE id = ?4 AND deleted_at IS NULL
+                RETURNING \(Self.subscriptionColumns)
+                """, [enabled, reason, db.now, id]).map(Self.subscription)
+        }
+    }
+
+    public func rotateSubscriptionSecret(id: String, newSecret: String, overlap: Duration) async throws -> Subscription? {
+        // The previous secret moves as it is stored: sealed or not, it belongs to the same row.
+        let stored = try sealed(newSecret, subscriptionID: id)
+        return try await session.read { db in
+            try await db.row("""
+                UPDATE subscriptions
+                SET previous_secret = secret, previous_secret_expires_at = ?1, secret = ?2, updated_at = ?3
+                WHERE id = ?4 AND deleted_at IS NULL
+                RETURNING \(Self.subscriptionColumns)
+                """, [db.now + overlap.microseconds, stored, db.now, id]).map(Self.subscription)
+        }
+    }
+
+    /// `secret` as the row stores it: sealed when the store has a sealer.
+    func sealed(_ secret: String, subscriptionID: String) throws -> String {
+        try sealer?.seal(secret, subscriptionID: subscriptionID) ?? secret
+    }
+
+    /// The signing secrets of a claimed delivery, opened: the current one, then the previous.
+    func openSecrets(_ current: String, _ previous: String?, subscriptionID: String) throws -> [Secret] {
+        try ([current] + (previous.map { [$0] } ?? [])).map { stored throws(SecretSealerError) in
+            Secret(try SecretSealer.open(stored, subscriptionID: subscriptionID, with: sealer))
+        }
+    }
+
+    public func resealSubscriptionSecrets() async throws -> Int {
+        guard let sealer else { throw SecretSealerError.notConfigured }
+        // One transaction: a secret that does not open stops it, and nothing is changed.
+        return try await session.write { db in
+            var changed = 0
+            for row in try await db.rows("SELECT id, secret, previous_secret FROM subscriptions ORDER BY seq") {
+                let id = try row.string(0)
+                let newSecret = try sealer.reseal(try row.string(1), subscriptionID: id)
+                let newPrevious = try row.optionalString(2).flatMap { stored throws(SecretSealerError) in
+                    try sealer.reseal(stored, subscriptionID: id)
+                }
+                guard newSecret != nil || newPrevious != nil else { continue }
+                try await db.run("""
+                    UPDATE subscriptions SET secret = coalesce(?1, secret), previous_secret = coalesce(?2, previous_secret)
+                    WHERE id = ?3
+                    """, [newSecret, newPrevious, id])
+                changed += 1
+            }
+            return changed
+        }
+    }
+}

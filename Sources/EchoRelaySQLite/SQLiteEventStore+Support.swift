@@ -1,0 +1,101 @@
+import EchoRelayCore
+import Foundation
+
+extension SQLiteEventStore {
+    public func timeline(_ query: TimelineQuery) async throws -> [TimelineEntry] {
+        try await session.read { db in
+            try await db.rows("""
+                SELECT e.id, e.type, e.sequence, e.occurred_at, e.received_at, e.status, e.status_reason,
+                       e.decided_at, e.verified_at,
+                       count(d.id) FILTER (WHERE d.replay_id IS NULL AND d.status = 'pending'),
+                       count(d.id) FILTER (WHERE d.replay_id IS NULL AND d.status = 'delivered'),
+                       count(d.id) FILTER (WHERE d.replay_id IS NULL AND d.status = 'dead'),
+                       count(d.id) FILTER (WHERE d.replay_id IS NULL AND d.status = 'cancelled'),
+                       count(d.id) FILTER (WHERE d.replay_id IS NOT NULL)
+                FROM events e LEFT JOIN deliveries d ON d.event_id = e.id
+                WHERE e.user_id = ?1
+                  AND (?2 IS NULL OR e.type IN (SELECT value FROM json_each(?2)))
+                  AND (?3 IS NULL OR e.status IN (SELECT value FROM json_each(?3)))
+                  AND (?4 IS NULL OR e.received_at >= ?4)
+                  AND (?5 IS NULL OR e.received_at < ?5)
+                  AND (?6 IS NULL OR e.sequence < ?6)
+                GROUP BY e.id
+                ORDER BY e.sequence DESC
+                LIMIT ?7
+                """, [query.userID, query.types.map { JSONText($0.map(\.rawValue)) },
+                      query.statuses.map { JSONText($0.map(\.rawValue)) }, query.since, query.until, query.beforeSequence,
+                      query.limit]).map { row in
+                let id = try row.string(0)
+                guard let type = EventType(rawValue: try row.string(1)), let status = EventStatus(rawValue: try row.string(5)) else {
+                    throw StoreError.unexpected("event \(id) has an unknown type or status")
+                }
+                let event = StoredEvent(
+                    id: id, type: type, userID: query.userID, sequence: try row.int64(2), occurredAt: try row.date(3),
+                    receivedAt: try row.date(4), status: status,
+                    reason: try row.optionalString(6).flatMap(VerificationReason.init(rawValue:)),
+                    decidedAt: try row.optionalDate(7), verifiedAt: try row.optionalDate(8)
+                )
+                return TimelineEntry(event: event, deliveries: DeliverySummary(
+                    pending: try row.int(9), delivered: try row.int(10), dead: try row.int(11), cancelled: try row.int(12),
+                    replays: try row.int(13)
+                ))
+            }
+        }
+    }
+
+    public func deadLetters(_ filter: DeadLetterFilter, beforeID: Int64?, limit: Int) async throws -> [DeadLetter] {
+        try await session.read { db in
+            try await db.rows("""
+                SELECT d.id, d.event_id, d.subscription_id, d.replay_id, d.user_id, e.type, d.sequence, d.webhook_id,
+                       d.attempts, e.received_at, coalesce(d.finished_at, d.created_at),
+                       (SELECT a.status_code FROM delivery_attempts a WHERE a.delivery_id = d.id ORDER BY a.id DESC LIMIT 1),
+                       (SELECT a.error FROM delivery_attempts a WHERE a.delivery_id = d.id ORDER BY a.id DESC LIMIT 1)
+                FROM deliveries d
+                JOIN events e ON e.id = d.event_id
+                WHERE d.status = 'dead'
+                  AND (?1 IS NULL OR d.subscription_id = ?1)
+                  AND (?2 IS NULL OR e.received_at >= ?2)
+                  AND (?3 IS NULL OR e.received_at < ?3)
+                  AND (?4 IS NULL OR d.id < ?4)
+                ORDER BY d.id DESC
+                LIMIT ?5
+                """, [filter.subscriptionID, filter.since, filter.until, beforeID, limit]).map { row in
+                let eventID = try row.string(1)
+                guard let type = EventType(rawValue: try row.string(5)) else {
+                    throw StoreError.unexpected("event \(eventID) has an unknown type")
+                }
+                return DeadLetter(
+                    deliveryID: try row.int64(0), eventID: eventID, subscriptionID: try row.string(2),
+                    replayID: try row.optionalString(3), userID: try row.string(4), type: type, sequence: try row.int64(6),
+                    webhookID: try row.string(7), attempts: try row.int(8), receivedAt: try row.date(9), deadAt: try row.date(10),
+                    lastStatusCode: try row.optionalInt(11), lastError: try row.optionalString(12)
+                )
+            }
+        }
+    }
+
+    public func redriveDeadLetters(_ filter: DeadLetterFilter, dryRun: Bool, actor: Principal, reason: String) async throws -> Int {
+        try await session.write { db in
+            // A redriven delivery keeps its row, webhook-id and attempt history; its try count
+            // starts again, so it gets the whole retry schedule once more.
+            let matching = try await db.rows("""
+                SELECT d.id FROM deliveries d
+                JOIN events e ON e.id = d.event_id
+                JOIN subscriptions s ON s.id = d.subscription_id
+                WHERE d.status = 'dead' AND s.deleted_at IS NULL
+                  AND (?1 IS NULL OR d.subscription_id = ?1)
+                  AND (?2 IS NULL OR e.received_at >= ?2)
+                  AND (?3 IS NULL OR e.received_at < ?3)
+                """, [filter.subscriptionID, filter.since, filter.until]).map { try $0.int64(0) }
+            if dryRun { return matching.count }
+            try await db.run("""
+                UPDATE deliveries
+                SET status = 'pending', attempts = 0, due_at = ?1, finished_at = NULL, lease_owner = NULL, lease_expires_at = NULL
+                WHERE id IN (SELECT value FROM json_each(?2))
+                """, [db.now, JSONText(.array(matching.map(JSONValue.integer)))])
+            try await Self.audit(db, actor: actor, action: "dead_letters.redrive", target: nil, filter: filter.json,
+                                 matched: matching.count, reason: reason)
+            return matching.count
+        }
+    }
+}

@@ -1,0 +1,133 @@
+import EchoRelayCore
+import Foundation
+import Logging
+
+extension SQLiteEventStore {
+    public func claimVerifications(owner: String, limit: Int, lease: Duration) async throws -> [VerificationTask] {
+        try await session.write { db in
+            // Due items, oldest first; a leased item's due time is its lease's end, so it is
+            // not due until the lease runs out. One writer at a time takes the place of
+            // FOR UPDATE SKIP LOCKED: nobody else can claim between the pick and the lease.
+            let ids = try await db.rows("""
+                SELECT id FROM work_items WHERE kind = 'verify' AND due_at <= ?1 ORDER BY due_at, id LIMIT ?2
+                """, [db.now, limit]).map { try $0.int64(0) }
+            guard !ids.isEmpty else { return [] }
+            let leaseEnd = db.now + lease.microseconds
+            try await db.run("""
+                UPDATE work_items SET lease_owner = ?1, lease_expires_at = ?2, due_at = ?2, attempts = attempts + 1
+                WHERE id IN (SELECT value FROM json_each(?3))
+                """, [owner, leaseEnd, JSONText(.array(ids.map(JSONValue.integer)))])
+            let rows = try await db.rows("""
+                SELECT w.id, w.attempts, e.id, e.type, e.user_id, e.sequence, e.occurred_at,
+                       e.pushed_phone_number, e.echo_service_provider, e.echo_authorization
+                FROM work_items w JOIN events e ON e.id = w.event_id
+                WHERE w.id IN (SELECT value FROM json_each(?1))
+                """, [JSONText(.array(ids.map(JSONValue.integer)))])
+            var tasks: [Int64: VerificationTask] = [:]
+            for row in rows {
+                let eventID = try row.string(2)
+                guard let type = EventType(rawValue: try row.string(3)) else {
+                    throw StoreError.unexpected("event \(eventID) has an unknown type")
+                }
+                let provider = try row.optionalString(8), authorization = try row.optionalString(9)
+                let echo = provider.flatMap { provider in
+                    authorization.map { EchoCredentials(serviceProvider: provider, authorization: Secret($0)) }
+                }
+                let itemID = try row.int64(0)
+                tasks[itemID] = VerificationTask(
+                    workItemID: itemID, eventID: eventID, type: type, userID: try row.string(4), sequence: try row.int64(5),
+                    occurredAt: try row.date(6), pushedPhoneNumber: try row.optionalString(7), echo: echo,
+                    attempts: try row.int(1)
+                )
+            }
+            return ids.compactMap { tasks[$0] }
+        }
+    }
+
+    public func finishVerification(_ task: VerificationTask, owner: String, outcome: VerificationOutcome) async throws -> Bool {
+        try await session.write { db in
+            // Deleting the item first proves the lease is still ours.
+            let deleted = try await db.rows(
+                "DELETE FROM work_items WHERE id = ?1 AND lease_owner = ?2 RETURNING id", [task.workItemID, owner]
+            ).count
+            guard deleted == 1 else { return false }
+
+            let verified = outcome.status == .verified
+            try await db.run("""
+                UPDATE events
+                SET status = ?1, status_reason = ?2, decided_at = ?3, verified_at = ?4,
+                    provider_user_id = ?5, provider_phone_number = ?6,
+                    echo_service_provider = NULL, echo_authorization = NULL
+                WHERE id = ?7
+                """, [outcome.status.rawValue, outcome.reason.rawValue, db.now, verified ? db.now : nil,
+                      outcome.providerUserID, outcome.providerPhoneNumber, task.eventID])
+
+            if let hash = outcome.confirmedTokenHash {
+                try await db.run("""
+                    INSERT INTO verified_tokens (user_id, token_sha256, first_verified_at, last_verified_at)
+                    VALUES (?1, ?2, ?3, ?3)
+                    ON CONFLICT (user_id, token_sha256) DO UPDATE SET last_verified_at = excluded.last_verified_at
+                    """, [task.userID, Blob(hash), db.now])
+            }
+            if verified {
+                let state: UserState.State = task.type == .accountDeactivated ? .deactivated : .active
+                let phone = task.type == .accountDeactivated ? nil : outcome.providerPhoneNumber
+                // Only a newer sequence moves the state: a late older event changes nothing.
+                try await db.run("""
+                    INSERT INTO users (user_id, state, phone_number, last_sequence, last_event_at, updated_at)
+                    VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+                    ON CONFLICT (user_id) DO UPDATE
+                    SET state = excluded.state,
+                        phone_number = coalesce(excluded.phone_number, users.phone_number),
+                        last_sequence = excluded.last_sequence, last_event_at = excluded.last_event_at,
+                        updated_at = excluded.updated_at
+                    WHERE users.last_sequence < excluded.last_sequence
+                    """, [task.userID, state.rawValue, phone, task.sequence, task.occurredAt, db.now])
+                try await Self.fanOut(task, db: db)
+            }
+            return true
+        }
+    }
+
+    public func retryVerification(_ task: VerificationTask, owner: String, after delay: Duration) async throws -> Bool {
+        try await session.read { db in
+            try await db.rows("""
+                UPDATE work_items SET due_at = ?1, lease_owner = NULL, lease_expires_at = NULL
+                WHERE id = ?2 AND lease_owner = ?3
+                RETURNING id
+                """, [db.now + delay.microseconds, task.workItemID, owner]).count == 1
+        }
+    }
+
+    public func releaseVerification(_ task: VerificationTask, owner: String) async throws {
+        try await session.read { db in
+            try await db.run("""
+                UPDATE work_items
+                SET due_at = ?1, lease_owner = NULL, lease_expires_at = NULL, attempts = max(attempts - 1, 0)
+                WHERE id = ?2 AND lease_owner = ?3
+                """, [db.now, task.workItemID, owner])
+        }
+    }
+
+    public func isTokenConfirmed(userID: String, tokenHash: [UInt8]) async throws -> Bool {
+        try await session.read { db in
+            try await db.row(
+                "SELECT 1 FROM verified_tokens WHERE user_id = ?1 AND token_sha256 = ?2", [userID, Blob(tokenHash)]
+            ) != nil
+        }
+    }
+
+    public func user(id: String) async throws -> UserState? {
+        try await session.read { db in
+            guard let row = try await db.row("""
+                SELECT user_id, state, phone_number, last_sequence, last_event_at, updated_at
+                FROM users WHERE user_id = ?1
+                """, [id]) else { return nil }
+            guard let state = UserState.State(rawValue: try row.string(1)) else {
+                throw StoreError.unexpected("user has an unknown state")
+            }
+            return UserState(userID: try row.string(0), state: state, phoneNumber: try row.optionalString(2),
+                             lastSequence: try row.int64(3), lastEventAt: try row.date(4), updatedAt: try row.date(5))
+        }
+    }
+}

@@ -1,0 +1,178 @@
+import EchoRelayCore
+@_exported import struct EchoRelaySchema.Migration
+@_exported import enum EchoRelaySchema.MigrationError
+import EchoRelaySchema
+import Foundation
+import Logging
+import SQLiteNIO
+
+/// The embedded store: everything in one local SQLite file, so `echorelay serve` runs with
+/// no database server. It serves one process: `open` locks the file, and every operation
+/// runs alone on one connection, so claims, leases and the per-user order behave as in
+/// PostgreSQL within that process. Call `close()` before dropping it.
+public final class SQLiteEventStore: EchoRelayStore {
+    let session: SQLiteSession
+    let logger: Logger
+    public let path: String
+    /// Seals subscription secrets on write and opens them for signing; nil stores them as is.
+    let sealer: SecretSealer?
+
+    private init(session: SQLiteSession, path: String, logger: Logger, sealer: SecretSealer?) {
+        self.session = session
+        self.path = path
+        self.logger = logger
+        self.sealer = sealer
+    }
+
+    /// Opens (creating if missing) the database file and locks it for this process. Throws
+    /// `SQLiteStoreError.locked` if another EchoRelay process, or another store in this one,
+    /// has it. Does not migrate: call `migrate()`. With a `sealer`, subscription secrets are
+    /// stored sealed (see `SecretSealer`).
+    public static func open(path: String, logger: Logger, sealer: SecretSealer? = nil) async throws -> SQLiteEventStore {
+        let lock = try FileLock.acquire(path: path)
+        let connection: SQLiteConnection
+        do {
+            connection = try await SQLiteConnection.open(storage: .file(path: path), logger: logger)
+        } catch {
+            lock.release()
+            throw SQLiteStoreError.cannotOpen(path: path, reason: "\(error)")
+        }
+        do {
+            try await configure(connection, path: path)
+        } catch {
+            try? await connection.close()
+            lock.release()
+            // For example "notADatabase: file is not a database".
+            throw error as? SQLiteStoreError ?? SQLiteStoreError.cannotOpen(path: path, reason: "\(error)")
+        }
+        logger.info("opened the embedded SQLite store", metadata: ["sqlite.path": "\(path)"])
+        return SQLiteEventStore(session: SQLiteSession(connection: connection, lock: lock), path: path, logger: logger, sealer: sealer)
+    }
+
+    private static func configure(_ connection: SQLiteConnection, path: String) async throws {
+        // busy_timeout first: it replaces SQLiteNIO's busy handler, which retries forever.
+        // With the file lock no other process writes, so waiting only covers a stray reader
+        // (the sqlite3 shell, a backup).
+        _ = try await connection.query("PRAGMA busy_timeout = 5000")
+        // WAL: readers never block the writer, and a commit appends to the log instead of
+        // rewriting pages.
+        let mode = try await connection.query("PRAGMA journal_mode = WAL").first?.column("journal_mode")?.string
+        guard mode?.lowercased() == "wal" else {
+            throw SQLiteStoreError.cannotOpen(path: path, reason: "WAL journal mode is not available (got \(mode ?? "nothing"))")
+        }
+        _ = try await connection.query("PRAGMA foreign_keys = ON")
+        // FULL, not NORMAL: an event is acknowledged only once committed, and nothing
+        // acknowledged may be lost. In WAL mode NORMAL survives a crash of the process but
+        // may lose the last commits on power loss; FULL syncs the log on every commit.
+        _ = try await connection.query("PRAGMA synchronous = FULL")
+    }
+
+    /// Closes the connection and releases the file, so another process may open it.
+    public func close() async throws {
+        try await session.close()
+    }
+
+    /// Applies the pending SQLite migrations and returns how many it applied.
+    @discardableResult
+    public func migrate() async throws -> Int {
+        try await migrate(Migration.sqlite).count
+    }
+
+    func migrate(_ migrations: [Migration]) async throws -> [Int] {
+        try await session.read { db in try await SQLiteMigrator(migrations: migrations, logger: logger).migrate(db) }
+    }
+
+    /// The versions not applied yet. Throws `MigrationError` if an applied one was edited.
+    public func pendingMigrations() async throws -> [Int] {
+        try await pendingMigrations(Migration.sqlite)
+    }
+
+    func pendingMigrations(_ migrations: [Migration]) async throws -> [Int] {
+        try await session.read { db in try await SQLiteMigrator(migrations: migrations, logger: logger).pending(db) }
+    }
+
+    // MARK: Settings
+
+    /// A value this process keeps across restarts, or nil.
+    public func setting(_ key: String) async throws -> String? {
+        try await session.read { db in
+            try await db.row("SELECT value FROM settings WHERE key = ?1", [key])?.string(0)
+        }
+    }
+
+    /// Stores `value` under `key` unless a value is there already; returns the value now stored.
+    public func insertSettingIfAbsent(_ key: String, value: String) async throws -> String {
+        try await session.write { db in
+            try await db.run("INSERT INTO settings (key, value) VALUES (?1, ?2) ON CONFLICT (key) DO NOTHING", [key, value])
+            guard let row = try await db.row("SELECT value FROM settings WHERE key = ?1", [key]) else {
+                throw StoreError.unexpected("setting vanished after insert")
+            }
+            return try row.string(0)
+        }
+    }
+}
+
+extension SQLiteEventStore {
+    public func ingest(_ event: IncomingEvent) async throws -> IngestReceipt {
+        try await session.write { db in
+            // A retried id returns its first receipt and stores nothing; the check and the
+            // insert are one transaction under the write lock, so they cannot race.
+            if let existing = try await db.row("SELECT sequence, fingerprint FROM events WHERE id = ?1", [event.id]) {
+                guard try existing.bytes(1) == event.fingerprint else { throw IngestError.conflict(id: event.id) }
+                return IngestReceipt(id: event.id, sequence: try existing.int64(0), isDuplicate: true)
+            }
+            // The user's next sequence number, the event and its verification work item, in one
+            // transaction: a sequence number is never taken without its event, so there are no gaps.
+            guard let next = try await db.row("""
+                INSERT INTO user_sequences (user_id, last_sequence) VALUES (?1, 1)
+                ON CONFLICT (user_id) DO UPDATE SET last_sequence = last_sequence + 1
+                RETURNING last_sequence
+                """, [event.userID]) else { throw StoreError.unexpected("sequence upsert returned no row") }
+            let sequence = try next.int64(0)
+            try await db.run("""
+                INSERT INTO events (id, user_id, sequence, type, occurred_at, received_at, fingerprint,
+                                    pushed_phone_number, echo_service_provider, echo_authorization)
+                VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
+                """, [event.id, event.userID, sequence, event.type.rawValue, event.occurredAt, db.now,
+                      Blob(event.fingerprint), event.phoneNumber, event.echo.serviceProvider,
+                      event.echo.authorization.revealed])
+            try await db.run(
+                "INSERT INTO work_items (kind, event_id, due_at, created_at) VALUES ('verify', ?1, ?2, ?2)",
+                [event.id, db.now]
+            )
+            return IngestReceipt(id: event.id, sequence: sequence, isDuplicate: false)
+        }
+    }
+
+    public func event(id: String) async throws -> StoredEvent? {
+        try await session.read { db in
+            guard let row = try await db.row("""
+                SELECT id, type, user_id, sequence, occurred_at, received_at, status, status_reason,
+                       decided_at, verified_at, provider_user_id, provider_phone_number
+                FROM events WHERE id = ?1
+                """, [id]) else { return nil }
+            guard let type = EventType(rawValue: try row.string(1)), let status = EventStatus(rawValue: try row.string(6)) else {
+                throw StoreError.unexpected("event \(id) has an unknown type or status")
+            }
+            return StoredEvent(
+                id: try row.string(0), type: type, userID: try row.string(2), sequence: try row.int64(3),
+                occurredAt: try row.date(4), receivedAt: try row.date(5), status: status,
+                reason: try row.optionalString(7).flatMap(VerificationReason.init(rawValue:)),
+                decidedAt: try row.optionalDate(8), verifiedAt: try row.optionalDate(9),
+                providerUserID: try row.optionalString(10), providerPhoneNumber: try row.optionalString(11)
+            )
+        }
+    }
+
+    public func readiness() async -> Readiness {
+        if session.isClosed { return .notReady("the embedded SQLite store is closed") }
+        do {
+            let pending = try await pendingMigrations()
+            return pending.isEmpty ? .ready : .notReady("migrations pending: \(pending.map(String.init).joined(separator: ", "))")
+        } catch let error as MigrationError {
+            return .notReady(error.description)
+        } catch {
+            return .notReady("database unreachable")
+        }
+    }
+}

@@ -1,0 +1,139 @@
+import EchoRelayCore
+import Foundation
+import Logging
+import SQLiteNIO
+import Synchronization
+
+/// The one SQLite connection of a store, used by one operation at a time.
+///
+/// SQLite has a single writer per file, and a store's multi-statement steps (claim, finish,
+/// replay…) must not interleave, so every operation waits its turn here and then has the
+/// connection to itself. An actor alone would not do: it lets another call in at every
+/// `await`, in the middle of a transaction.
+final class SQLiteSession: Sendable {
+    private let gate = SerialGate()
+    private let state: Mutex<(connection: SQLiteConnection, lock: FileLock)?>
+
+    init(connection: SQLiteConnection, lock: FileLock) {
+        state = Mutex((connection, lock))
+    }
+
+    /// Runs `body` alone on the connection, outside any transaction (one statement is its own
+    /// transaction). SQLite errors come out as `StoreError`s; domain errors as they are.
+    func read<T>(_ body: (SQLiteDB) async throws -> T) async throws -> T {
+        await gate.acquire()
+        defer { gate.release() }
+        guard let connection = state.withLock({ $0?.connection }) else {
+            throw StoreError.unavailable("the embedded SQLite store is closed")
+        }
+        do {
+            return try await body(SQLiteDB(connection: connection, now: SQLiteTime.now()))
+        } catch {
+            throw StoreError.wrapSQLite(error)
+        }
+    }
+
+    /// Runs `body` alone in one `BEGIN IMMEDIATE` … `COMMIT` transaction: it either happens
+    /// whole or not at all. IMMEDIATE takes the write lock at once, so a step that reads and
+    /// then writes never finds its snapshot stale.
+    func write<T>(_ body: (SQLiteDB) async throws -> T) async throws -> T {
+        try await read { db in try await db.transaction { try await body(db) } }
+    }
+
+    /// Closes the connection, then releases the file lock: in that order, because closing
+    /// our descriptor of the file while SQLite still uses it would drop SQLite's own locks.
+    func close() async throws {
+        await gate.acquire()
+        defer { gate.release() }
+        guard let (connection, lock) = state.withLock({ state in defer { state = nil }; return state }) else { return }
+        defer { lock.release() }
+        do {
+            try await connection.close()
+        } catch {
+            throw StoreError.wrapSQLite(error)
+        }
+    }
+
+    var isClosed: Bool { state.withLock { $0 == nil } }
+
+    /// A store dropped without `close()` (a failing test, say) still closes its connection
+    /// and then frees the file; SQLiteNIO asserts on a connection freed while open.
+    deinit {
+        guard let (connection, lock) = state.withLock({ $0 }) else { return }
+        connection.close().whenComplete { _ in lock.release() }
+    }
+}
+
+/// The connection as an operation sees it, with the one "now" of that operation: like
+/// PostgreSQL's now(), every statement of a transaction sees the same time.
+struct SQLiteDB {
+    let connection: SQLiteConnection
+    /// Microseconds since the Unix epoch, taken when the operation got the connection.
+    let now: Int64
+
+    /// Runs one statement and returns its rows. Only one statement: SQLite prepares the first
+    /// and ignores the rest of the text.
+    @discardableResult
+    func rows(_ sql: String, _ binds: [any SQLiteBind] = []) async throws -> [Row] {
+        try await connection.query(sql, binds.map(\.sqliteData)).map(Row.init)
+    }
+
+    func run(_ sql: String, _ binds: [any SQLiteBind] = []) async throws {
+        try await rows(sql, binds)
+    }
+
+    /// The first row, or nil.
+    func row(_ sql: String, _ binds: [any SQLiteBind] = []) async throws -> Row? {
+        try await rows(sql, binds).first
+    }
+
+    /// `BEGIN IMMEDIATE` … `COMMIT`, rolled back if `body` throws.
+    func transaction<T>(_ body: () async throws -> T) async throws -> T {
+        try await run("BEGIN IMMEDIATE")
+        do {
+            let result = try await body()
+            try await run("COMMIT")
+            return result
+        } catch {
+            // SQLite may already have rolled back (some I/O errors do); that is fine.
+            _ = try? await run("ROLLBACK")
+            throw error
+        }
+    }
+}
+
+/// A first-come, first-served lock for async code: one holder at a time, the others wait
+/// (without a thread) in order.
+final class SerialGate: Sendable {
+    private struct State {
+        var held = false
+        var waiters: [CheckedContinuation<Void, Never>] = []
+    }
+    private let state = Mutex(State())
+
+    func acquire() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let granted = state.withLock { state in
+                if state.held {
+                    state.waiters.append(continuation)
+                    return false
+                }
+                state.held = true
+                return true
+            }
+            if granted { continuation.resume() }
+        }
+    }
+
+    /// Hands the lock to the next waiter, if any (it stays held), or frees it.
+    func release() {
+        let next = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            if state.waiters.isEmpty {
+                state.held = false
+                return nil
+            }
+            return state.waiters.removeFirst()
+        }
+        next?.resume()
+    }
+}

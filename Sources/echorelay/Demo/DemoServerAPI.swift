@@ -1,0 +1,202 @@
+import AsyncHTTPClient
+import EchoRelayCore
+import Foundation
+import NIOCore
+import NIOHTTP1
+
+/// What the demo asks of the EchoRelay server: the admin API (subscriptions, timelines,
+/// events) through the support verbs' `APIClient`, and ingest signed with the ingest secret,
+/// as the identity provider sends it. Neither the token nor a secret is part of any message.
+struct DemoServerAPI: Sendable {
+    let api: APIClient
+    private let token: String
+    private let ingestSecret: WebhookSecret
+    private let http: HTTPClient
+
+    init(baseURL: String, token: String, ingestSecret: WebhookSecret, http: HTTPClient) {
+        self.api = APIClient(baseURL: baseURL, token: token, http: http)
+        self.token = token
+        self.ingestSecret = ingestSecret
+        self.http = http
+    }
+
+    var baseURL: String { api.baseURL }
+
+    // MARK: Subscriptions
+
+    struct CreatedSubscription: Decodable {
+        let id: String
+        let secret: String
+    }
+
+    private struct SubscriptionRequest: Encodable {
+        let url: String
+        let event_types: [String]
+        let description: String
+    }
+
+    func createSubscription(url: String) async throws(ClientError) -> CreatedSubscription {
+        let request = SubscriptionRequest(
+            url: url, event_types: EventType.allCases.map(\.rawValue),
+            description: "echorelay demo (deleted when the demo ends)"
+        )
+        do {
+            return try await api.post(["v1", "subscriptions"], body: request).decode(CreatedSubscription.self)
+        } catch {
+            var error = error
+            switch error.status {
+            case nil:
+                error.hint = "start the server first, in another terminal, with `echorelay serve --demo`, and point ECHORELAY_URL / --url at it"
+            case 401?:
+                error.hint = "the admin token was refused: use the ECHORELAY_TOKEN=er_… that `echorelay serve` printed on its first run, or the server's ECHORELAY_ADMIN_TOKEN"
+            case 422?:
+                error.message = "the server refused the demo's subscriber \(url): \(error.message)"
+                error.hint = "the server delivers to loopback over plain http only in demo mode: start it with `echorelay serve --demo`, then run echorelay demo again"
+            case 403?:
+                error.hint = "echorelay demo needs a token with the admin role: the ECHORELAY_TOKEN=er_… that `echorelay serve` printed on its first run, or one made with: echorelay tokens create --role admin --name demo"
+            default:
+                break
+            }
+            throw error
+        }
+    }
+
+    /// Deletes the subscription; one that is already gone is fine.
+    func deleteSubscription(id: String) async throws(ClientError) {
+        var request = HTTPClientRequest(url: api.url(["v1", "subscriptions", id]))
+        request.method = .DELETE
+        request.headers.add(name: "Authorization", value: "Bearer \(token)")
+        request.headers.add(name: "User-Agent", value: "echorelay-cli/\(EchoRelayInfo.version)")
+        let (status, reasonPhrase, contentType, body) = try await send(request)
+        guard (200..<300).contains(status) || status == 404 else {
+            throw ClientError.problem(APIAnswer(status: status, body: body), reasonPhrase: reasonPhrase,
+                                      contentType: contentType, baseURL: baseURL)
+        }
+    }
+
+    // MARK: Ingest
+
+    struct IngestReceipt: Decodable {
+        let id: String
+        let sequence: Int64
+    }
+
+    /// `POST /v1/events`, signed with the Standard Webhooks headers under the ingest secret.
+    func push(_ event: DemoEventBody) async throws(ClientError) -> IngestReceipt {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let body: Data
+        do {
+            body = try encoder.encode(event)
+        } catch {
+            throw ClientError("could not encode the event: \(error)")
+        }
+        let messageID = "msg_" + UUID().uuidString.lowercased()
+        let timestamp = Int64(Date().timeIntervalSince1970)
+        var request = HTTPClientRequest(url: api.url(["v1", "events"]))
+        request.method = .POST
+        request.headers.add(name: "Content-Type", value: "application/json")
+        request.headers.add(name: "User-Agent", value: "echorelay-demo/\(EchoRelayInfo.version)")
+        request.headers.add(name: StandardWebhooks.idHeader, value: messageID)
+        request.headers.add(name: StandardWebhooks.timestampHeader, value: String(timestamp))
+        request.headers.add(name: StandardWebhooks.signatureHeader, value: StandardWebhooks.signatureHeaderValue(
+            id: messageID, timestamp: timestamp, body: body, secrets: [ingestSecret]
+        ))
+        request.body = .bytes(ByteBuffer(bytes: body))
+
+        let (status, reasonPhrase, contentType, answer) = try await send(request)
+        if status == 401 {
+            var error = ClientError(
+                "the server refused the demo's signed event (401): the ingest secret is not one of the server's",
+                hint: "pass the secret the server was started with (ECHORELAY_INGEST_SECRETS / --ingest-secret), or, for the embedded store, the ECHORELAY_INGEST_SECRETS=whsec_… line that `echorelay serve` printed on its first run"
+            )
+            error.status = 401
+            throw error
+        }
+        guard status == 202 else {
+            throw ClientError.problem(APIAnswer(status: status, body: answer), reasonPhrase: reasonPhrase,
+                                      contentType: contentType, baseURL: baseURL)
+        }
+        return try APIAnswer(status: status, body: answer).decode(IngestReceipt.self)
+    }
+
+    private func send(_ request: HTTPClientRequest) async throws(ClientError) -> (Int, String, String?, Data) {
+        do {
+            let response = try await http.execute(request, timeout: APIClient.requestTimeout)
+            let body = try await response.body.collect(upTo: 1 << 20)
+            return (Int(response.status.code), response.status.reasonPhrase, response.headers.first(name: "Content-Type"),
+                    Data(body.readableBytesView))
+        } catch {
+            throw ClientError(
+                "cannot reach \(baseURL): \(APIClient.describeTransportError(error))",
+                hint: "start the server first with `echorelay serve --demo`, and point ECHORELAY_URL / --url at it"
+            )
+        }
+    }
+
+    // MARK: Reading what the server decided
+
+    struct TimelinePage: Decodable {
+        let events: [TimelineItem]
+    }
+
+    struct TimelineItem: Decodable {
+        let id: String
+        let type: String
+        let sequence: Int64
+        let status: String
+        let reason: String?
+    }
+
+    struct EventDetail: Decodable, Sendable {
+        let id: String
+        let type: String
+        let user_id: String
+        let sequence: Int64
+        let status: String
+        let reason: String?
+        let deliveries: [DeliveryItem]
+    }
+
+    struct DeliveryItem: Decodable, Sendable {
+        let subscription_id: String
+        let replay_id: String?
+        let webhook_id: String
+        let status: String
+        let attempts: [Attempt]
+    }
+
+    struct Attempt: Decodable, Sendable {
+        let status_code: Int?
+        let error_kind: String?
+        let error: String?
+    }
+
+    struct UserState: Decodable, Sendable {
+        let state: String?
+        let phone_number: String?
+    }
+
+    /// The user's events, newest first (a demo user has only a few).
+    func timeline(userID: String) async throws(ClientError) -> [TimelineItem] {
+        try await api.get(["v1", "users", userID, "events"], query: [("limit", "100")]).decode(TimelinePage.self).events
+    }
+
+    func event(id: String) async throws(ClientError) -> EventDetail {
+        try await api.get(["v1", "events", id]).decode(EventDetail.self)
+    }
+
+    func user(id: String) async throws(ClientError) -> UserState {
+        try await api.get(["v1", "users", id]).decode(UserState.self)
+    }
+}
+
+/// The body of `POST /v1/events`, as the identity provider pushes it.
+struct DemoEventBody: Encodable, Sendable {
+    let id: String
+    let type: String
+    let user_id: String
+    let occurred_at: String
+    let data: [String: String]
+    let echo: DemoEcho
+}

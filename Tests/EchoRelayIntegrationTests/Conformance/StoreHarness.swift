@@ -1,0 +1,98 @@
+import Crypto
+import EchoRelayCore
+import EchoRelayPostgres
+import EchoRelaySQLite
+import Foundation
+import Logging
+import PostgresNIO
+import TestSupport
+import Testing
+
+/// The stores the conformance suite runs against. Every behaviour test takes one as its
+/// argument, so a behaviour is proven on each store by the same code.
+enum StoreKind: String, CaseIterable, Sendable, CustomTestStringConvertible {
+    case postgres, sqlite
+
+    var testDescription: String { rawValue }
+
+    /// The stores in the suite.
+    static let all: [StoreKind] = [.postgres, .sqlite]
+}
+
+/// A fresh, migrated store of one kind for one test.
+enum StoreHarness {
+    static func withStore(_ kind: StoreKind, _ body: @Sendable (any EchoRelayStore) async throws -> Void) async throws {
+        switch kind {
+        case .postgres:
+            try await TestDatabase.withFresh { database in
+                try await database.withClient { client in
+                    _ = try await Migrator(client: client, logger: TestLogger.quiet).migrate()
+                    try await body(PostgresEventStore(client: client, logger: TestLogger.quiet))
+                }
+            }
+        case .sqlite:
+            let folder = FileManager.default.temporaryDirectory.appendingPathComponent("echorelay-conformance-\(UUID().uuidString)")
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(at: folder) }
+            let store = try await SQLiteEventStore.open(path: folder.appendingPathComponent("echorelay.sqlite").path, logger: TestLogger.quiet)
+            do {
+                _ = try await store.migrate()
+                try await body(store)
+                try await store.close()
+            } catch {
+                try? await store.close()
+                throw error
+            }
+        }
+    }
+}
+
+/// Short ways to put a store in a given state through its own interface.
+extension EventStore {
+    @discardableResult
+    func ingest(_ id: String, user: String, type: EventType = .tokenRotated, phone: String? = nil, body: String = "") async throws -> IngestReceipt {
+        try await ingest(IncomingEvent(
+            id: id, type: type, userID: user, occurredAt: Date(timeIntervalSince1970: 1_800_000_000), phoneNumber: phone,
+            echo: EchoCredentials(serviceProvider: "https://api.example.com/1.1/sdk/account.json",
+                                  authorization: Secret("OAuth oauth_token=\"t-\(id)\"")),
+            fingerprint: Array(SHA256.hash(data: Data((id + "|" + user + "|" + body).utf8)))
+        ))
+    }
+
+    /// Claims every due verification and finishes each with `outcome` (verified by default).
+    @discardableResult
+    func verifyAll(_ outcome: (VerificationTask) -> VerificationOutcome = { task in
+        VerificationOutcome(status: .verified, reason: .providerConfirmed, providerUserID: task.userID,
+                            providerPhoneNumber: task.pushedPhoneNumber, confirmedTokenHash: Array(SHA256.hash(data: Data(task.eventID.utf8))))
+    }) async throws -> [VerificationTask] {
+        let tasks = try await claimVerifications(owner: "conformance", limit: 100, lease: .seconds(60))
+        for task in tasks {
+            #expect(try await finishVerification(task, owner: "conformance", outcome: outcome(task)))
+        }
+        return tasks
+    }
+}
+
+extension SubscriptionStore {
+    func subscribe(types: [EventType] = EventType.allCases, ordered: Bool = true, owner: String? = nil) async throws -> Subscription {
+        try await createSubscription(
+            SubscriptionFields(url: "https://hooks.example.com/\(UUID().uuidString)", eventTypes: types, ordered: ordered),
+            ownerTokenID: owner, secret: WebhookSecret.generate()
+        )
+    }
+}
+
+extension DeliveryStore {
+    func claimAllDeliveries(cap: Int = 100) async throws -> [DeliveryTask] {
+        try await claimDeliveries(owner: "conformance", limit: 100, lease: .seconds(60), perSubscriptionCap: cap)
+    }
+
+    func finish(_ task: DeliveryTask, _ next: DeliveryNext = .delivered, status: Int? = 200) async throws {
+        let attempt = DeliveryAttempt(startedAt: Date(), duration: .milliseconds(12), statusCode: status,
+                                      errorKind: status.map { (200..<300).contains($0) ? nil : .status } ?? .timeout,
+                                      error: nil, responseHead: "ok")
+        #expect(try await recordDeliveryAttempt(task, owner: "conformance", attempt: attempt, next: next, disableAfter: .seconds(86_400)))
+    }
+}
+
+let supportActor = Principal(tokenID: nil, name: "conformance support", role: .support)

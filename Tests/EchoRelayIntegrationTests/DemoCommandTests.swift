@@ -1,0 +1,153 @@
+import EchoRelayCore
+import Foundation
+import Testing
+import TestSupport
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `echorelay demo` against a real `echorelay serve --demo` child process on a temporary
+/// embedded store. `serve --demo` accepts OAuth Echo only from the demo provider's fixed
+/// port (127.0.0.1:8181), so only one test here binds it; the others fail before any
+/// echo request and use free ports.
+@Suite(.serialized) struct DemoCommandTests {
+    struct Server {
+        let port: Int
+        let http: HTTPTestClient
+        let environment: [String: String]
+
+        /// `GET /v1/subscriptions` as the admin: the ids of every subscription.
+        func subscriptionIDs() async throws -> [String] {
+            let answer = try await http.get("/v1/subscriptions", bearer: LiveServer.adminToken)
+            #expect(answer.status == 200)
+            let list = try #require(answer.json?["subscriptions"] as? [[String: Any]])
+            return list.compactMap { $0["id"] as? String }
+        }
+    }
+
+    /// A `serve` child on a fresh SQLite file with its secrets given, so nothing is made.
+    static func withServer(demo: Bool = true, _ body: (Server) async throws -> Void) async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("echorelay-demo-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let port = try freeLoopbackPort()
+        var environment = [
+            "ECHORELAY_DATABASE_URL": "sqlite:" + folder.appendingPathComponent("x.sqlite").path,
+            "ECHORELAY_PORT": String(port), "ECHORELAY_INGEST_SECRETS": LiveServer.ingestSecret,
+            "ECHORELAY_ADMIN_TOKEN": LiveServer.adminToken, "ECHORELAY_LOG_LEVEL": "warning",
+        ]
+        if !demo {
+            environment["ECHORELAY_CONSUMER_KEY"] = "some-app"
+            environment["ECHORELAY_ECHO_ALLOWED_HOSTS"] = "api.digits.com"
+        }
+        let child = try ChildProcess(demo ? ["serve", "--demo"] : ["serve"], environment: environment)
+        defer { if child.process.isRunning { child.signal(SIGKILL) } }
+        let http = HTTPTestClient(port: port)
+        try await child.waitUntilAnswering(http)
+        try await body(Server(port: port, http: http, environment: [
+            "ECHORELAY_URL": "http://127.0.0.1:\(port)", "ECHORELAY_TOKEN": LiveServer.adminToken,
+        ]))
+        child.signal(SIGTERM)
+        _ = try await child.wait(timeout: .seconds(15))
+    }
+
+    @Test func theDemoToursThePipelineAndLeavesNothingBehind() async throws {
+        try await Self.withServer { server in
+            var environment = server.environment
+            environment["ECHORELAY_INGEST_SECRETS"] = LiveServer.ingestSecret + ",whsec_c2Vjb25kLXNlY3JldA=="
+            let demo = try ChildProcess(["demo", "--subscriber-port", String(try freeLoopbackPort())], environment: environment)
+            let status = try await demo.wait(timeout: .seconds(90))
+            let output = demo.standardOutput
+            #expect(status == 0, "stdout:\n\(output)\nstderr:\n\(demo.standardError)")
+
+            // Every step, in order.
+            var position = output.startIndex
+            for step in 1...7 {
+                let range = try #require(output.range(of: "[\(step)/7]", range: position..<output.endIndex), "step \(step) missing")
+                position = range.upperBound
+            }
+            // The timeline: verified events with the webhook ids the subscriber received, the
+            // genuine deactivation verified, the forged one rejected.
+            #expect(output.contains("verified (provider_confirmed)"))
+            #expect(output.contains("verified (known_token_expired)"))
+            #expect(output.contains("rejected (unknown_token)"))
+            #expect(output.contains("forged: nothing delivered"))
+            #expect(!output.contains("UNEXPECTED"))
+            #expect(output.contains("8 events: 7 verified and delivered, 1 forged deactivation rejected (unknown_token)"))
+            let printedWebhookIDs = Set(output.matches(of: /delivered, webhook-id (msg_[A-Za-z0-9]+), signature valid/).map { String($0.1) })
+            #expect(printedWebhookIDs.count == 7)
+
+            // The webhook ids printed are those the server recorded for the demo users' events.
+            let users = Set(output.matches(of: /demo-[0-9a-f]{6}-[0-9]+/).map { String($0.0) })
+            #expect(users.count == 3)
+            var recorded: Set<String> = []
+            for user in users {
+                let timeline = try await server.http.get("/v1/users/\(user)/events", bearer: LiveServer.adminToken)
+                let events = try #require(timeline.json?["events"] as? [[String: Any]])
+                for event in events {
+                    let id = try #require(event["id"] as? String)
+                    let detail = try await server.http.get("/v1/events/\(id)", bearer: LiveServer.adminToken)
+                    let deliveries = try #require(detail.json?["deliveries"] as? [[String: Any]])
+                    recorded.formUnion(deliveries.compactMap { $0["webhook_id"] as? String })
+                }
+            }
+            #expect(recorded == printedWebhookIDs)
+
+            // Its subscription is gone, and no secret was printed.
+            #expect(try await server.subscriptionIDs().isEmpty)
+            for secret in [LiveServer.adminToken, LiveServer.ingestSecret, String(LiveServer.ingestSecret.dropFirst(6))] {
+                #expect(!output.contains(secret) && !demo.standardError.contains(secret), "a secret was printed")
+            }
+        }
+    }
+
+    @Test func aWrongIngestSecretStopsWithAClearErrorAndCleansUp() async throws {
+        try await Self.withServer { server in
+            var environment = server.environment
+            let wrongSecret = WebhookSecret.generate()
+            environment["ECHORELAY_INGEST_SECRETS"] = wrongSecret
+            // It fails before any echo request, so the provider need not be on the demo port.
+            let demo = try ChildProcess([
+                "demo", "--provider-port", String(try freeLoopbackPort()), "--subscriber-port", String(try freeLoopbackPort()),
+            ], environment: environment)
+            let status = try await demo.wait(timeout: .seconds(60))
+            #expect(status == 1)
+            let errors = demo.standardError
+            #expect(errors.contains("error: the server refused the demo's signed event (401): the ingest secret is not one of the server's"), "\(errors)")
+            #expect(errors.contains("ECHORELAY_INGEST_SECRETS"))
+            #expect(demo.standardOutput.contains("[7/7] Cleaning up"))
+            #expect(demo.standardOutput.contains("Deleted subscription"))
+            #expect(try await server.subscriptionIDs().isEmpty)
+            #expect(!(demo.standardOutput + errors).contains(String(wrongSecret.dropFirst(6))), "the secret was printed")
+        }
+    }
+
+    @Test func aServerNotInDemoModeIsNamedAsTheProblem() async throws {
+        try await Self.withServer(demo: false) { server in
+            var environment = server.environment
+            environment["ECHORELAY_INGEST_SECRETS"] = LiveServer.ingestSecret
+            let demo = try ChildProcess([
+                "demo", "--provider-port", String(try freeLoopbackPort()), "--subscriber-port", String(try freeLoopbackPort()),
+            ], environment: environment)
+            let status = try await demo.wait(timeout: .seconds(60))
+            #expect(status == 1)
+            #expect(demo.standardError.contains("echorelay serve --demo"), "\(demo.standardError)")
+            #expect(try await server.subscriptionIDs().isEmpty)
+        }
+    }
+
+    @Test func missingSettingsSayWhereToFindThem() async throws {
+        let noToken = try await ChildProcess.run(["demo"], environment: ["ECHORELAY_INGEST_SECRETS": LiveServer.ingestSecret])
+        #expect(noToken.status == 1)
+        #expect(noToken.stderr.contains("ECHORELAY_TOKEN"))
+        let noSecret = try await ChildProcess.run(["demo"], environment: ["ECHORELAY_TOKEN": LiveServer.adminToken])
+        #expect(noSecret.status == 1)
+        #expect(noSecret.stderr.contains("ECHORELAY_INGEST_SECRETS") && noSecret.stderr.contains("first run"))
+        let help = try await ChildProcess.run(["demo", "--help"])
+        #expect(help.status == 0)
+        for flag in ["--url", "--token", "--ingest-secret", "--provider-port", "--subscriber-port", "--users", "--json",
+                     "echorelay serve --demo"] {
+            #expect(help.stdout.contains(flag), "demo --help does not mention \(flag)")
+        }
+    }
+}
