@@ -23,8 +23,9 @@ extension IncomingEvent {
         let type = fields.string("type") { EventType(rawValue: $0) == nil ? EventFieldRules.typeReason : nil }
             .flatMap(EventType.init(rawValue:))
         let userID = fields.string("user_id") { EventFieldRules.userIDProblem($0) }
-        let occurredText = fields.string("occurred_at") {
-            RFC3339.parse($0) == nil ? "must be an RFC 3339 date-time such as 2026-01-31T12:00:00Z" : nil
+        let occurredText = fields.string("occurred_at") { text in
+            guard let date = RFC3339.parse(text) else { return "must be an RFC 3339 date-time such as 2026-01-31T12:00:00Z" }
+            return TextRules.isInStoredRange(date) ? nil : TextRules.timeRangeReason
         }
 
         var phoneNumber: String?
@@ -48,9 +49,7 @@ extension IncomingEvent {
         case .object(let echoObject)?:
             var echoFields = FieldReader(object: echoObject, path: "echo.")
             let serviceProvider = echoFields.string("service_provider") { EventFieldRules.serviceProviderProblem($0) }
-            let authorization = echoFields.string("authorization") {
-                $0.hasPrefix("OAuth ") ? nil : "must be an OAuth 1.0a header starting with \"OAuth \""
-            }
+            let authorization = echoFields.string("authorization") { EventFieldRules.authorizationProblem($0) }
             fields.problems += echoFields.problems
             if let serviceProvider, let authorization {
                 echo = EchoCredentials(serviceProvider: serviceProvider, authorization: Secret(authorization))
@@ -142,9 +141,22 @@ public enum EventFieldRules {
         return nil
     }
 
+    /// `echo.authorization`: an OAuth 1.0a header, one line of printable text. Its fine
+    /// structure is checked at verification, where a bad header rejects the event.
+    public static func authorizationProblem(_ header: String) -> String? {
+        guard header.hasPrefix("OAuth ") else { return "must be an OAuth 1.0a header starting with \"OAuth \"" }
+        guard !header.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+            return "must not contain control characters"
+        }
+        return nil
+    }
+
     /// `echo.service_provider`: an absolute URL (scheme and host). Whether its scheme and
     /// host are acceptable is decided at verification, where a refusal rejects the event.
     public static func serviceProviderProblem(_ url: String) -> String? {
+        if url.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
+            return "must not contain control characters"
+        }
         guard let components = URLComponents(string: url), let scheme = components.scheme, !scheme.isEmpty,
               let host = components.host, !host.isEmpty
         else { return "must be an absolute URL such as https://api.example.com/1.1/account/verify_credentials.json" }

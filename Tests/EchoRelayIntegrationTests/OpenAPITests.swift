@@ -1,0 +1,527 @@
+import EchoRelayCore
+import EchoRelayHTTP
+import EchoRelayPostgres
+import EchoRelayServer
+import Foundation
+import Hummingbird
+import Logging
+import NIOHTTP1
+import PostgresNIO
+import Testing
+import TestSupport
+
+/// The OpenAPI description (`Sources/EchoRelayHTTP/OpenAPI/openapi.yaml`, served at
+/// `GET /openapi.yaml`) held true: it is what the server serves, it is valid OpenAPI 3.1, it
+/// names exactly the routes the router has, the answers of a live server to a request of every
+/// operation match its schemas, and schemathesis fuzzing every operation finds no server error.
+/// The checks are done by code nobody here wrote (openapi-spec-validator, openapi-core,
+/// schemathesis) through `scripts/openapi-check`; without Python or its packages
+/// (`scripts/python-requirements.txt`) these tests fail and say how to install them.
+@Suite struct OpenAPITests {
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        .appendingPathComponent("../..").standardized
+    static var documentPath: String { root.appendingPathComponent("Sources/EchoRelayHTTP/OpenAPI/openapi.yaml").path }
+
+    // MARK: The document
+
+    @Test func theServedDocumentIsTheFileAndValidOpenAPI31() async throws {
+        let file = try Data(contentsOf: URL(fileURLWithPath: Self.documentPath))
+        try await LiveServer.run { server in
+            let served = try await server.http.get("/openapi.yaml")  // no token
+            #expect(served.status == 200)
+            #expect(served.headers.first(name: "Content-Type") == "application/yaml")
+            #expect(served.body == file, "the binary embeds an old copy: rebuild")
+        }
+        let document = try Self.describedDocument()
+        #expect(document.openapi == "3.1.0")
+    }
+
+    @Test func aWorkersOnlyProcessServesNoDescriptionOfAnAPIItDoesNotServe() async throws {
+        try await LiveServer.run(role: .workers) { (server: LiveServer) async throws in
+            let document = try await server.http.get("/openapi.yaml")
+            #expect(document.status == 404)
+            let health = try await server.http.get("/healthz")
+            #expect(health.status == 200)
+        }
+    }
+
+    /// Every route the router registers is described, and every described operation is a route.
+    @Test func everyRouteIsDescribedAndEveryDescribedOperationIsARoute() throws {
+        let described = Set(try Self.describedDocument().operations.map { "\($0[0]) \($0[1])" })
+        let routes = Set(Self.router(servesAPI: true).routes.map { "\($0.method.rawValue) \($0.path)" })
+        #expect(routes.subtracting(described).sorted() == [], "routes the document does not describe")
+        #expect(described.subtracting(routes).sorted() == [], "described operations the router does not have")
+        #expect(routes.count == described.count)
+
+        // A workers-only process serves a subset: the health checks.
+        let workers = Set(Self.router(servesAPI: false).routes.map { "\($0.method.rawValue) \($0.path)" })
+        #expect(workers == ["GET /healthz", "GET /readyz"])
+    }
+
+    /// The router of a process, built exactly as `serve` builds it; nothing connects to the
+    /// database (the client never runs), since only the route table is read.
+    static func router(servesAPI: Bool) -> Router<EchoRelayRequestContext> {
+        let client = PostgresClient(configuration: .init(host: "127.0.0.1", port: 1, username: "nobody", password: nil,
+                                                         database: nil, tls: .disable))
+        let store = PostgresEventStore(client: client, logger: TestLogger.quiet)
+        return buildRouter(servesAPI: servesAPI, HTTPDependencies(
+            store: store, subscriberURLPolicy: SubscriberURLPolicy(allowPrivate: false), ingestSecrets: [],
+            authorizer: BearerAuthorizer(adminToken: nil, tokens: nil)
+        ))
+    }
+
+    // MARK: Live answers against the schemas
+
+    @Test func aLiveServersAnswersToEveryOperationMatchTheSchemas() async throws {
+        try await EchoFixture.run(retrySchedule: [.milliseconds(100)], delivery: DeliveryConfiguration(
+            timeout: .seconds(5), retrySchedule: [.milliseconds(100)], allowPrivateSubscribers: true
+        )) { f in
+            try await StandInSubscriber().run { subscriber in
+                let log = try await Self.exerciseEveryOperation(f, subscriber)
+                let results = try Self.validate(log.exchanges)
+                try #require(results.count == log.exchanges.count)
+                for (exchange, result) in zip(log.exchanges, results) {
+                    #expect(result.errors.isEmpty, """
+                        \(exchange.method) \(exchange.path) answered \(exchange.status) \
+                        \(String(decoding: Data(base64Encoded: exchange.body) ?? Data(), as: UTF8.self).prefix(600)):
+                        \(result.errors.joined(separator: "\n"))
+                        """)
+                }
+
+                // Every described operation was exercised and answered with success at least once.
+                let succeeded = Set(zip(log.exchanges, results).compactMap { exchange, result -> String? in
+                    guard (200..<300).contains(exchange.status), let operation = result.operation else { return nil }
+                    return operation.joined(separator: " ")
+                })
+                let described = Set(try Self.describedDocument().operations.map { $0.joined(separator: " ") })
+                #expect(described.subtracting(succeeded).sorted() == [], "operations with no successful exchange")
+            }
+        }
+    }
+
+    @Test func readinessAnswersMatchTheSchemaWhenNotReady() async throws {
+        try await LiveServer.run(migrate: false) { server in
+            let log = ExchangeLog(http: server.http)
+            #expect(try await log.send(.GET, "/readyz").status == 503)
+            #expect(try await log.send(.GET, "/healthz").status == 200)
+            let results = try Self.validate(log.exchanges)
+            #expect(results.map(\.errors) == [[], []])
+        }
+    }
+
+    /// A request of every operation, answered with success and with its usual refusals,
+    /// through the full pipeline: verification by the stand-in provider, deliveries to the
+    /// stand-in subscriber (one of them dead-lettered), replays, redrive, audit.
+    static func exerciseEveryOperation(_ f: EchoFixture, _ subscriber: StandInSubscriber) async throws -> ExchangeLog {
+        let log = ExchangeLog(http: f.server.http)
+        let admin = LiveServer.adminToken
+        let support = try await SubscriptionsAPITests.token("support", "Sam from support", f.server)
+
+        // Operations.
+        #expect(try await log.send(.GET, "/healthz").status == 200)
+        #expect(try await log.send(.GET, "/readyz").status == 200)
+        #expect(try await log.send(.GET, "/openapi.yaml").status == 200)
+
+        // Subscriptions: one that takes everything, one that answers 410 Gone (dead letter).
+        let main = try #require(try await log.send(.POST, "/v1/subscriptions", token: admin, json: [
+            "url": subscriber.url(), "event_types": ["token.rotated", "phone.changed", "account.deactivated"],
+            "description": "OpenAPI test",
+        ]).json)
+        subscriber.setSecrets([try #require(main["secret"] as? String)])
+        subscriber.script([.status(410, body: "gone")], forPath: "/gone")
+        let gone = try #require(try await log.send(.POST, "/v1/subscriptions", token: admin, json: [
+            "url": subscriber.url("/gone"), "event_types": ["phone.changed"], "ordered": false,
+        ]).json)
+        let mainID = try #require(main["id"] as? String)
+        let goneID = try #require(gone["id"] as? String)
+        #expect(try await log.send(.POST, "/v1/subscriptions", token: admin, validate: false,
+                                   json: ["url": "ftp://example.com", "event_types": []]).status == 422)
+        #expect(try await log.send(.POST, "/v1/subscriptions", token: admin, validate: false, raw: Array("[1".utf8)).status == 400)
+        #expect(try await log.send(.GET, "/v1/subscriptions", token: support, validate: false).status == 403)
+        #expect(try await log.send(.GET, "/v1/subscriptions", validate: false).status == 401)
+        let firstPage = try #require(try await log.send(.GET, "/v1/subscriptions?limit=1", token: admin).json)
+        let cursor = try #require(firstPage["next_cursor"] as? String)
+        #expect(try await log.send(.GET, "/v1/subscriptions?limit=1&cursor=\(Self.query(cursor))", token: admin).status == 200)
+        #expect(try await log.send(.GET, "/v1/subscriptions?limit=0", token: admin, validate: false).status == 400)
+
+        // A third subscription through its whole life.
+        let other = try #require(try await log.send(.POST, "/v1/subscriptions", token: admin, json: [
+            "url": subscriber.url("/other"), "event_types": ["account.deactivated"],
+        ]).json)
+        let otherID = try #require(other["id"] as? String)
+        #expect(try await log.send(.GET, "/v1/subscriptions/\(otherID)", token: admin).status == 200)
+        #expect(try await log.send(.PATCH, "/v1/subscriptions/\(otherID)", token: admin,
+                                   json: ["description": NSNull(), "ordered": false]).status == 200)
+        #expect(try await log.send(.PATCH, "/v1/subscriptions/\(otherID)", token: admin, validate: false,
+                                   json: ["event_types": ["nope"]]).status == 422)
+        #expect(try await log.send(.POST, "/v1/subscriptions/\(otherID)/disable", token: admin).status == 200)
+        #expect(try await log.send(.POST, "/v1/subscriptions/\(otherID)/enable", token: admin).status == 200)
+        #expect(try await log.send(.POST, "/v1/subscriptions/\(otherID)/rotate-secret", token: admin).status == 200)
+        #expect(try await log.send(.DELETE, "/v1/subscriptions/\(otherID)", token: admin).status == 204)
+        #expect(try await log.send(.GET, "/v1/subscriptions/\(otherID)", token: admin).status == 404)
+        #expect(try await log.send(.POST, "/v1/subscriptions/\(otherID)/enable", token: admin).status == 404)
+
+        // Ingest: verified events, a forged deactivation, an unverifiable event, refusals.
+        let userID = "u-openapi"
+        let session = try f.session(userID, phone: "+15555550100")
+        let rotated = eventBody(type: "token.rotated", userID: userID) {
+            $0["echo"] = try? f.echo(token: session.token, tokenSecret: session.secret)
+        }
+        let rotatedID = try Self.id(of: rotated)
+        #expect(try await log.ingest(rotated).status == 202)
+        #expect(try await log.ingest(rotated).status == 202, "the same event again")
+        let conflicting = eventBody(id: rotatedID, type: "token.rotated", userID: "someone-else")
+        #expect(try await log.ingest(conflicting, validate: false).status == 409)
+        let changed = eventBody(type: "phone.changed", userID: userID, phone: "+15555550100") {
+            $0["echo"] = try? f.echo(token: session.token, tokenSecret: session.secret)
+        }
+        let changedID = try Self.id(of: changed)
+        #expect(try await log.ingest(changed).status == 202)
+        let forged = eventBody(type: "account.deactivated", userID: userID) {
+            $0["echo"] = try? f.echo(token: "made-up-token", tokenSecret: "made-up-secret")
+        }
+        let forgedID = try Self.id(of: forged)
+        #expect(try await log.ingest(forged).status == 202)
+        #expect(try await log.ingest(eventBody(type: "nope"), validate: false).status == 422)
+        #expect(try await log.ingest(Array("[]".utf8), validate: false).status == 400)
+        #expect(try await log.ingest(eventBody(), contentType: "text/plain", validate: false).status == 415)
+        #expect(try await log.ingest([UInt8](repeating: 0x20, count: 70 * 1024), validate: false).status == 413)
+        #expect(try await log.send(.POST, "/v1/events", validate: false, raw: eventBody()).status == 401)
+
+        for id in [rotatedID, changedID, forgedID] { _ = try await f.outcome(of: id) }
+        _ = try await f.finalDeliveries(of: changedID, count: 2)  // delivered to one, dead at the other
+        _ = try await f.finalDeliveries(of: rotatedID, count: 1)
+
+        let unverifiableSession = try f.session("u-openapi-2")
+        f.provider.failNext(2)  // the first try and its one retry
+        let unverifiable = eventBody(type: "token.rotated", userID: "u-openapi-2") {
+            $0["echo"] = try? f.echo(token: unverifiableSession.token, tokenSecret: unverifiableSession.secret)
+        }
+        let unverifiableID = try Self.id(of: unverifiable)
+        #expect(try await log.ingest(unverifiable).status == 202)
+        #expect(try await f.outcome(of: unverifiableID)["status"] as? String == "unverifiable")
+
+        // Events and users.
+        #expect(try await log.send(.GET, "/v1/events/\(changedID)", token: support).status == 200)
+        #expect(try await log.send(.GET, "/v1/events/\(forgedID)", token: admin).status == 200)
+        #expect(try await log.send(.GET, "/v1/events/\(unverifiableID)", token: admin).status == 200)
+        #expect(try await log.send(.GET, "/v1/events/evt_nope", token: admin).status == 404)
+        #expect(try await log.send(.GET, "/v1/events/\(changedID)", validate: false).status == 401)
+        #expect(try await log.send(.GET, "/v1/events/\(changedID)", token: "er_not-a-real-token", validate: false).status == 401)
+        // Not UTF-8 once decoded: the router finds no route (a 404 problem).
+        #expect(try await log.send(.GET, "/v1/events/%FF", token: admin, validate: false).status == 404)
+        #expect(try await log.send(.GET, "/v1/users/\(userID)", token: support).status == 200)
+        #expect(try await log.send(.GET, "/v1/users/nobody-at-all", token: admin).status == 404)
+        #expect(try await log.send(.GET, "/v1/users/\(userID)/events", token: admin).status == 200)
+        let timeline = try #require(try await log.send(.GET, "/v1/users/\(userID)/events?limit=1", token: admin).json)
+        let timelineCursor = try #require(timeline["next_cursor"] as? String)
+        #expect(try await log.send(.GET, "/v1/users/\(userID)/events?limit=1&cursor=\(timelineCursor)", token: admin).status == 200)
+        #expect(try await log.send(.GET, "/v1/users/\(userID)/events?type=token.rotated,phone.changed&status=verified&since=2020-01-01T00:00:00Z",
+                                   token: support).status == 200)
+        #expect(try await log.send(.GET, "/v1/users/\(userID)/events?since=yesterday", token: admin, validate: false).status == 400)
+
+        // Replays of one event, re-verification.
+        let replayed = try #require(try await log.send(.POST, "/v1/events/\(rotatedID)/replay", token: support,
+                                                       json: ["reason": "ticket 1: backend lost it"]).json)
+        let eventReplayID = try #require(replayed["id"] as? String)
+        #expect(try await log.send(.POST, "/v1/events/\(changedID)/replay", token: admin,
+                                   json: ["reason": "ticket 2", "subscription_ids": [goneID]]).status == 202)
+        #expect(try await log.send(.POST, "/v1/events/\(changedID)/replay", token: admin,
+                                   json: ["reason": "ticket 3", "subscription_ids": ["sub_nope"]]).status == 422)
+        #expect(try await log.send(.POST, "/v1/events/\(forgedID)/replay", token: admin, json: ["reason": "ticket 4"]).status == 409)
+        #expect(try await log.send(.POST, "/v1/events/evt_nope/replay", token: admin, json: ["reason": "ticket 5"]).status == 404)
+        #expect(try await log.send(.POST, "/v1/events/\(rotatedID)/replay", token: admin, validate: false, json: [:]).status == 422)
+        #expect(try await log.send(.POST, "/v1/events/\(rotatedID)/replay", token: admin, validate: false,
+                                   json: ["reason": "r", "subscriptions": [mainID]]).status == 422)
+        #expect(try await log.send(.POST, "/v1/events/\(rotatedID)/replay", token: admin, validate: false, raw: Array("{".utf8)).status == 400)
+        #expect(try await log.send(.POST, "/v1/events/\(rotatedID)/replay", token: admin, validate: false,
+                                   json: ["reason": String(repeating: "x", count: 70 * 1024)]).status == 413)
+        let fresh = try f.echo(token: unverifiableSession.token, tokenSecret: unverifiableSession.secret)
+        #expect(try await log.send(.POST, "/v1/events/\(unverifiableID)/reverify", token: support,
+                                   json: ["reason": "provider is back", "echo": fresh]).status == 202)
+        #expect(try await log.send(.POST, "/v1/events/\(changedID)/reverify", token: admin,
+                                   json: ["reason": "again", "echo": fresh]).status == 409)
+        #expect(try await log.send(.POST, "/v1/events/\(changedID)/reverify", token: admin, validate: false,
+                                   json: ["reason": "again", "echo": ["service_provider": "nope"]]).status == 422)
+        #expect(try await log.send(.GET, "/v1/replays/\(eventReplayID)", token: admin).status == 200)
+
+        // Bulk replays.
+        let dryRun = try await log.send(.POST, "/v1/replays", token: support,
+                                        json: ["reason": "count", "user_id": userID, "dry_run": true])
+        #expect(dryRun.status == 200)
+        let bulk = try #require(try await log.send(.POST, "/v1/replays", token: support, json: [
+            "reason": "ticket 6", "user_id": userID, "types": ["token.rotated", "phone.changed"],
+            "since": "2020-01-01T00:00:00Z", "status": "delivered",
+        ]).json)
+        let bulkID = try #require(bulk["id"] as? String)
+        #expect(try await log.send(.GET, "/v1/replays/\(bulkID)", token: support).status == 200)
+        #expect(try await log.send(.GET, "/v1/replays/rpl_nope", token: support).status == 404)
+        // A replay to the disabled subscription waits until it is enabled: still running, so it can be cancelled.
+        let waiting = try #require(try await log.send(.POST, "/v1/replays", token: support, json: [
+            "reason": "ticket 7", "subscription_id": goneID, "status": "dead",
+        ]).json)
+        let waitingID = try #require(waiting["id"] as? String)
+        #expect(try await log.send(.POST, "/v1/replays/\(waitingID)/cancel", token: support, json: ["reason": "wrong one"]).status == 200)
+        #expect(try await log.send(.POST, "/v1/replays/\(waitingID)/cancel", token: support, json: ["reason": "again"]).status == 409)
+        #expect(try await log.send(.POST, "/v1/replays/rpl_nope/cancel", token: support, json: ["reason": "r"]).status == 404)
+        #expect(try await log.send(.POST, "/v1/replays/\(bulkID)/cancel", token: support, validate: false, json: ["reason": " "]).status == 422)
+        #expect(try await log.send(.POST, "/v1/replays", token: support, validate: false, json: ["reason": "r", "user": userID]).status == 422)
+        #expect(try await log.send(.POST, "/v1/replays", token: support, validate: false, raw: Array("null".utf8)).status == 400)
+        #expect(try await log.send(.POST, "/v1/replays", token: "er_not-a-real-token", validate: false, json: ["reason": "r"]).status == 401)
+
+        // Dead letters.
+        let letters = try #require(try await log.send(.GET, "/v1/dead-letters", token: support).json)
+        #expect((letters["dead_letters"] as? [Any])?.isEmpty == false)
+        #expect(try await log.send(.GET, "/v1/dead-letters?subscription_id=\(goneID)&since=2020-01-01T00:00:00Z&limit=1",
+                                   token: admin).status == 200)
+        #expect(try await log.send(.GET, "/v1/dead-letters?limit=101", token: admin, validate: false).status == 400)
+        #expect(try await log.send(.POST, "/v1/dead-letters/redrive", token: support,
+                                   json: ["reason": "count", "subscription_id": goneID, "dry_run": true]).status == 200)
+        #expect(try await log.send(.POST, "/v1/dead-letters/redrive", token: admin,
+                                   json: ["reason": "nothing is dead there", "subscription_id": mainID]).status == 200)
+        #expect(try await log.send(.POST, "/v1/dead-letters/redrive", token: admin, validate: false,
+                                   json: ["reason": "r", "until": "2020-01-01T00:00:00Z", "since": "2021-01-01T00:00:00Z"]).status == 422)
+
+        // Audit.
+        let audit = try #require(try await log.send(.GET, "/v1/audit?limit=2", token: admin).json)
+        let auditCursor = try #require(audit["next_cursor"] as? String)
+        #expect(try await log.send(.GET, "/v1/audit?limit=2&cursor=\(auditCursor)", token: admin).status == 200)
+        #expect(try await log.send(.GET, "/v1/audit?action=replay.start&actor=Sam%20from%20support&target=\(bulkID)", token: admin).status == 200)
+        #expect(try await log.send(.GET, "/v1/audit?action=", token: admin, validate: false).status == 400)
+        #expect(try await log.send(.GET, "/v1/audit", token: support, validate: false).status == 403)
+
+        // Deleting the dead-lettered subscription last, so its letters were listed first.
+        #expect(try await log.send(.DELETE, "/v1/subscriptions/\(goneID)", token: admin).status == 204)
+        return log
+    }
+
+    static func id(of body: [UInt8]) throws -> String {
+        try #require((try JSONSerialization.jsonObject(with: Data(body)) as? [String: Any])?["id"] as? String)
+    }
+
+    static func query(_ value: String) -> String {
+        value.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? value
+    }
+
+    // MARK: Fuzzing
+
+    /// schemathesis generates requests for every operation from the document — valid ones and
+    /// invalid ones, with an admin token, ingest requests signed over the exact bytes sent —
+    /// and checks every answer: never a 5xx, and status, content type, headers and body as
+    /// described. Bounded (a few examples per operation, a fixed seed so a failure can be
+    /// replayed; `ECHORELAY_FUZZ_SEED` picks another, `ECHORELAY_FUZZ_EXAMPLES` more examples).
+    /// Text with NUL bytes is generated too: it once found 500s (see
+    /// `textWithANulByteIsRefusedRatherThanAServerError`).
+    @Test func schemathesisFindsNoServerErrorAndNoAnswerOutsideTheDocument() async throws {
+        let environment = ProcessInfo.processInfo.environment
+        let seed = environment["ECHORELAY_FUZZ_SEED"] ?? "20261123"
+        let examples = environment["ECHORELAY_FUZZ_EXAMPLES"] ?? "10"
+        let operations = try Self.describedDocument().operations.count
+        try await LiveServer.run { server in
+            // The file itself, which the first test holds equal to what the server serves.
+            let (status, output, errors) = try await Self.openAPICheck([
+                "fuzz", Self.documentPath, "--url", server.http.baseURL,
+                "--token", LiveServer.adminToken, "--ingest-secret", LiveServer.ingestSecret,
+                "--examples", examples, "--seed", seed,
+                "--phases", "examples,coverage,fuzzing,stateful",
+                "--checks", "not_a_server_error,status_code_conformance,content_type_conformance,"
+                    + "response_schema_conformance,response_headers_conformance,negative_data_rejection",
+            ], timeout: .seconds(240))
+            let text = String(decoding: output, as: UTF8.self)
+            #expect(status == 0, "schemathesis (seed \(seed)) found problems:\n\(text)\n\(errors)")
+            #expect(text.contains("\(operations) selected / \(operations) total"), "every operation is fuzzed:\n\(text)")
+        }
+    }
+
+    /// Found by the fuzzing above: PostgreSQL refuses text containing U+0000 (SQLite cuts it
+    /// there), which answered 500 — for ingest, a 500 the provider retries forever. The same
+    /// was true of a bulk replay's `since` in year 0. Every such text is now refused at the
+    /// door with a 4xx that names the field.
+    @Test func textWithANulByteIsRefusedRatherThanAServerError() async throws {
+        try await LiveServer.run { server in
+            let admin = [("Authorization", "Bearer \(LiveServer.adminToken)"), ("Content-Type", "application/json")]
+            var serverErrors: [String] = []
+            func probe(_ method: HTTPMethod, _ path: String, _ body: String? = nil) async throws {
+                let answer = try await server.http.send(method, path, headers: admin, body: body.map { Array($0.utf8) })
+                if answer.status >= 500 { serverErrors.append("\(method) \(path) \(body ?? "") → \(answer.status)") }
+            }
+            for path in ["/v1/events/%00", "/v1/users/%00", "/v1/users/%00/events", "/v1/replays/%00",
+                         "/v1/subscriptions/%00", "/v1/audit?target=%00", "/v1/dead-letters?subscription_id=%00"] {
+                try await probe(.GET, path)
+            }
+            try await probe(.POST, "/v1/replays", #"{"reason": "r", "subscription_id": "\u0000", "dry_run": true}"#)
+            try await probe(.POST, "/v1/replays", #"{"reason": "r", "since": "0000-01-01T00:00:00Z", "dry_run": true}"#)
+            try await probe(.POST, "/v1/dead-letters/redrive", #"{"reason": "r", "subscription_id": "\u0000", "dry_run": true}"#)
+            try await probe(.POST, "/v1/subscriptions",
+                            #"{"url": "http://127.0.0.1:9/x", "event_types": ["token.rotated"], "description": "a\u0000b"}"#)
+            let ingest = eventBody { $0["echo"] = ["service_provider": "https://api.digits.com/", "authorization": "OAuth \u{0}"] }
+            let ingested = try await server.ingest(ingest)
+            if ingested.status >= 500 { serverErrors.append("POST /v1/events (echo.authorization with U+0000) → \(ingested.status)") }
+
+            #expect(serverErrors == [])
+            #expect(ingested.status == 422)
+            #expect(Self.fieldNames(ingested).contains("echo.authorization"))
+        }
+    }
+
+    static func fieldNames(_ response: TestHTTPResponse) -> [String] {
+        (response.json?["errors"] as? [[String: Any]] ?? []).compactMap { $0["field"] as? String }
+    }
+
+    // MARK: Running scripts/openapi-check
+
+    struct Document: Decodable {
+        let openapi: String
+        /// `[METHOD, path template]`.
+        let operations: [[String]]
+    }
+
+    static func describedDocument() throws -> Document {
+        let (status, output, errors) = try runOpenAPICheck(["document", documentPath])
+        guard status == 0 else { throw TestSetupError("scripts/openapi-check document failed (\(status)): \(errors)") }
+        return try JSONDecoder().decode(Document.self, from: output)
+    }
+
+    struct ExchangeResult: Decodable {
+        let operation: [String]?
+        let errors: [String]
+    }
+
+    static func validate(_ exchanges: [Exchange]) throws -> [ExchangeResult] {
+        let (status, output, errors) = try runOpenAPICheck(["exchanges", documentPath], input: JSONEncoder().encode(exchanges))
+        guard status == 0 else { throw TestSetupError("scripts/openapi-check exchanges failed (\(status)): \(errors)") }
+        return try JSONDecoder().decode([ExchangeResult].self, from: output)
+    }
+
+    /// Runs `python3 scripts/openapi-check ARGS` to the end without blocking a thread of the
+    /// concurrency pool (a live server in this process answers its requests meanwhile).
+    static func openAPICheck(_ arguments: [String], input: Data = Data(), timeout: Duration) async throws -> (Int32, Data, String) {
+        let run = try PythonRun(arguments, input: input)
+        defer { run.cleanUp() }
+        let deadline = ContinuousClock.now + timeout
+        while run.process.isRunning {
+            if ContinuousClock.now > deadline {
+                run.process.terminate()
+                throw TestSetupError("scripts/openapi-check \(arguments.first ?? "") did not finish within \(timeout)")
+            }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        return try run.result()
+    }
+
+    /// The same, for quick commands that need no server in this process.
+    static func runOpenAPICheck(_ arguments: [String], input: Data = Data()) throws -> (Int32, Data, String) {
+        let run = try PythonRun(arguments, input: input)
+        defer { run.cleanUp() }
+        run.process.waitUntilExit()
+        return try run.result()
+    }
+
+    /// One run of the script; standard input, output and error go through temporary files, so
+    /// no pipe can fill up.
+    final class PythonRun {
+        let process = Process()
+        let directory: URL
+        let handles: [FileHandle]
+
+        init(_ arguments: [String], input: Data) throws {
+            directory = FileManager.default.temporaryDirectory.appendingPathComponent("echorelay-openapi-\(UUID().uuidString)")
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            try input.write(to: directory.appendingPathComponent("stdin"))
+            try Data().write(to: directory.appendingPathComponent("stdout"))
+            try Data().write(to: directory.appendingPathComponent("stderr"))
+            let stdin = try FileHandle(forReadingFrom: directory.appendingPathComponent("stdin"))
+            let stdout = try FileHandle(forWritingTo: directory.appendingPathComponent("stdout"))
+            let stderr = try FileHandle(forWritingTo: directory.appendingPathComponent("stderr"))
+            handles = [stdin, stdout, stderr]
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+            process.arguments = ["python3", OpenAPITests.root.appendingPathComponent("scripts/openapi-check").path] + arguments
+            process.currentDirectoryURL = OpenAPITests.root
+            process.standardInput = stdin
+            process.standardOutput = stdout
+            process.standardError = stderr
+            try ProcessLauncher.run(process)
+        }
+
+        func result() throws -> (Int32, Data, String) {
+            let output = try Data(contentsOf: directory.appendingPathComponent("stdout"))
+            let errors = String(decoding: try Data(contentsOf: directory.appendingPathComponent("stderr")), as: UTF8.self)
+            let install = "`python3 -m pip install -r scripts/python-requirements.txt`"
+            switch process.terminationStatus {
+            case 127: throw TestSetupError("python3 was not found on PATH: install Python 3, then run \(install)")
+            case 3: throw TestSetupError("a Python package scripts/openapi-check needs is missing: run \(install)\n\(errors)")
+            default: return (process.terminationStatus, output, errors)
+            }
+        }
+
+        func cleanUp() {
+            for handle in handles { try? handle.close() }
+            try? FileManager.default.removeItem(at: directory)
+        }
+    }
+}
+
+/// One request to a live server and its answer, as `scripts/openapi-check exchanges` reads it.
+struct Exchange: Encodable, Sendable {
+    let method: String
+    let path: String
+    let request_headers: [String: String]
+    /// Base64, or nil when no body was sent.
+    let request_body: String?
+    let status: Int
+    let headers: [String: String]
+    let body: String
+    /// Whether the request itself must be valid by the document (refusals are sent on purpose
+    /// with what the document forbids).
+    let validate_request: Bool
+}
+
+/// Sends requests to a live server and keeps each request and answer for validation.
+final class ExchangeLog: @unchecked Sendable {
+    // @unchecked: used from one task at a time; the lock only guards against misuse.
+    private let lock = NSLock()
+    private var recorded: [Exchange] = []
+    let http: HTTPTestClient
+    let signer = EventSigner(secret: LiveServer.ingestSecret)
+
+    init(http: HTTPTestClient) {
+        self.http = http
+    }
+
+    var exchanges: [Exchange] { lock.withLock { recorded } }
+
+    @discardableResult
+    func send(_ method: HTTPMethod, _ path: String, token: String? = nil, validate: Bool = true,
+              json: [String: Any]? = nil, raw: [UInt8]? = nil, headers extra: [(String, String)] = []) async throws -> TestHTTPResponse {
+        var headers = extra
+        if let token { headers.append(("Authorization", "Bearer \(token)")) }
+        var body = raw
+        if let json { body = Array(try JSONSerialization.data(withJSONObject: json)) }
+        if body != nil, !headers.contains(where: { $0.0.lowercased() == "content-type" }) {
+            headers.append(("Content-Type", "application/json"))
+        }
+        return try await exchange(method, path, headers: headers, body: body, validate: validate)
+    }
+
+    /// `POST /v1/events`, signed with the ingest secret.
+    @discardableResult
+    func ingest(_ body: [UInt8], contentType: String = "application/json", validate: Bool = true) async throws -> TestHTTPResponse {
+        try await exchange(.POST, "/v1/events", headers: try signer.headers(for: body, contentType: contentType), body: body,
+                           validate: validate)
+    }
+
+    private func exchange(_ method: HTTPMethod, _ path: String, headers: [(String, String)], body: [UInt8]?,
+                          validate: Bool) async throws -> TestHTTPResponse {
+        let response = try await http.send(method, path, headers: headers, body: body)
+        var answerHeaders: [String: String] = [:]
+        for (name, value) in response.headers { answerHeaders[name.lowercased()] = value }
+        let exchange = Exchange(
+            method: method.rawValue, path: path,
+            request_headers: Dictionary(headers.map { ($0.0.lowercased(), $0.1) }, uniquingKeysWith: { _, last in last }),
+            request_body: body.map { Data($0).base64EncodedString() }, status: response.status, headers: answerHeaders,
+            body: response.body.base64EncodedString(), validate_request: validate
+        )
+        lock.withLock { recorded.append(exchange) }
+        return response
+    }
+}
