@@ -92,6 +92,11 @@ extension PostgresEventStore: SubscriptionStore {
     public func deleteSubscription(id: String) async throws -> Bool {
         do {
             return try await client.withTransaction(logger: logger) { connection in
+                // Rows are locked deliveries first, then the subscription, the order a delivery
+                // worker recording an attempt takes them in; the other order deadlocks with it.
+                try await connection.query("""
+                    SELECT id FROM deliveries WHERE subscription_id = \(id) AND status = 'pending' ORDER BY id FOR UPDATE
+                    """, logger: logger).collect()
                 let deleted = try await connection.query("""
                     UPDATE subscriptions SET deleted_at = now(), enabled = false, updated_at = now()
                     WHERE id = \(id) AND deleted_at IS NULL RETURNING id
