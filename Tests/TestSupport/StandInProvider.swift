@@ -98,6 +98,23 @@ public final class StandInProvider: Sendable {
     }
 
     public var requests: [RecordedRequest] { state.withLock { $0.requests } }
+
+    /// Waits until at least `count` requests have been recorded; returns all of them. The
+    /// relay can give up on a request (a timeout) before a busy machine lets this server
+    /// record it, so a count is read after this wait, not straight after an outcome.
+    @discardableResult
+    public func waitForRequests(count: Int, within limit: Duration) async throws -> [RecordedRequest] {
+        let clock = ContinuousClock()
+        let deadline = clock.now + limit
+        while true {
+            let received = requests
+            if received.count >= count { return received }
+            guard clock.now < deadline else {
+                throw TestSetupError("the provider received \(received.count) of \(count) requests within \(limit)")
+            }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+    }
     public var port: Int { state.withLock { $0.port } }
     public var host: String { "127.0.0.1:\(port)" }
     public var digitsURL: String { "http://\(host)/1.1/sdk/account.json" }
