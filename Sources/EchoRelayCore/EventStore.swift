@@ -1,10 +1,11 @@
 import Foundation
 
-/// Everything EchoRelay stores, behind one name: PostgreSQL implements it all.
-public typealias EchoRelayStore = EventStore & SubscriptionStore & DeliveryStore & AccessTokenStore & ReplayStore & AuditStore & TimelineStore & DeadLetterStore
+/// Everything EchoRelay stores, behind one name: PostgreSQL and the embedded SQLite store implement it all.
+public typealias EchoRelayStore = EventStore & SubscriptionStore & DeliveryStore & AccessTokenStore & ReplayStore & AuditStore
+    & TimelineStore & DeadLetterStore & QueueStatsStore
 
-/// The storage behind EchoRelay. PostgreSQL implements it for production; an embedded store
-/// follows. Every method is one atomic step: it either happens whole or not at all.
+/// The storage behind EchoRelay: PostgreSQL for production and several processes, SQLite
+/// embedded for one. Every method is one atomic step: it either happens whole or not at all.
 public protocol EventStore: Sendable {
     /// Stores a new event and its verification work item in one transaction, giving it the
     /// user's next sequence number. The same `id` with the same fingerprint returns the

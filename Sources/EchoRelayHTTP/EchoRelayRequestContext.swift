@@ -1,13 +1,19 @@
+import EchoRelayCore
 import Hummingbird
 import Logging
+import NIOCore
 
 /// Per-request context. Bodies are capped at the ingest limit: no route needs more.
 public struct EchoRelayRequestContext: RequestContext {
     public var coreContext: CoreRequestContextStorage
+    /// The connection, so a refused body can stop it being read.
+    let channel: any Channel
 
     public init(source: ApplicationRequestContextSource) {
         self.coreContext = .init(source: source)
+        self.channel = source.channel
     }
 
-    public var maxUploadSize: Int { 64 * 1024 }
+    public static let maxBodySize = IncomingEvent.maximumBodySize
+    public var maxUploadSize: Int { Self.maxBodySize }
 }

@@ -11,14 +11,35 @@ struct IngestController<Context: RequestContext>: Sendable {
     let store: any EventStore
     let ingestSecrets: [WebhookSecret]
     let now: @Sendable () -> Date
+    let metrics: RelayMetrics
     let workCreated: @Sendable () -> Void
 
     func addRoutes(to router: Router<Context>) {
         router.post("/v1/events", use: ingest)
     }
 
+    /// Counts every request by its event type (once read) and what became of it.
     @Sendable func ingest(_ request: Request, context: Context) async throws -> Response {
-        let body = try await collectBody(request)
+        var type: EventType?
+        do {
+            let (response, duplicate) = try await accept(request, context: context, type: &type)
+            metrics.eventReceived(type: type, result: duplicate ? .duplicate : .accepted)
+            return response
+        } catch let problem as Problem where problem.status == .conflict {
+            metrics.eventReceived(type: type, result: .conflict)
+            throw problem
+        } catch let problem as Problem where (400..<500).contains(problem.status.code) {
+            metrics.eventReceived(type: type, result: .refused)
+            throw problem
+        } catch {
+            metrics.eventReceived(type: type, result: .failed)
+            throw error
+        }
+    }
+
+    /// The answer, and whether the event had been received before.
+    private func accept(_ request: Request, context: Context, type: inout EventType?) async throws -> (Response, Bool) {
+        let body = try await request.body.collect(upTo: context.maxUploadSize)  // already read and capped by RequestBodyMiddleware
         do throws(WebhookVerificationError) {
             try StandardWebhooks.verify(
                 id: request.headers[values: .webhookID].first,
@@ -45,6 +66,7 @@ struct IngestController<Context: RequestContext>: Sendable {
             )
         }
 
+        type = event.type
         var logger = context.logger
         logger[metadataKey: "event.id"] = "\(event.id)"
         logger[metadataKey: "user.id"] = "\(event.userID)"
@@ -63,23 +85,11 @@ struct IngestController<Context: RequestContext>: Sendable {
         if !receipt.isDuplicate { workCreated() }
         logger.info(receipt.isDuplicate ? "event received again" : "event accepted",
                     metadata: ["event.sequence": "\(receipt.sequence)", "event.type": "\(event.type.rawValue)"])
-        return try JSONResponse.make(
+        let response = try JSONResponse.make(
             status: .accepted,
             IngestAcknowledgement(id: receipt.id, sequence: receipt.sequence, status: "accepted")
         )
-    }
-
-    /// The body, capped at 64 KiB: a declared length over the cap is refused before reading.
-    private func collectBody(_ request: Request) async throws -> ByteBuffer {
-        let limit = IncomingEvent.maximumBodySize
-        let tooLarge = Problem(.contentTooLarge, slug: "body-too-large", title: "Body too large",
-                               detail: "the body must be at most \(limit) bytes")
-        if let declared = request.headers[.contentLength].flatMap(Int.init), declared > limit { throw tooLarge }
-        do {
-            return try await request.body.collect(upTo: limit)
-        } catch is NIOTooManyBytesError {
-            throw tooLarge
-        }
+        return (response, receipt.isDuplicate)
     }
 
     private func requireJSONContentType(_ request: Request) throws(Problem) {

@@ -92,12 +92,7 @@ struct QueryReader {
 /// Reads a support action's JSON body (at most 64 KiB) with `parse`, turning its errors into
 /// `400 malformed-body` or `422 invalid-request` naming every bad field.
 func supportBody<Body>(_ request: Request, _ parse: ([UInt8]) throws(EventParseError) -> Body) async throws -> Body {
-    let buffer: ByteBuffer
-    do {
-        buffer = try await request.body.collect(upTo: 64 * 1024)
-    } catch is NIOTooManyBytesError {
-        throw Problem(.contentTooLarge, slug: "body-too-large", title: "Body too large", detail: "the body must be at most 64 KiB")
-    }
+    let buffer = try await request.body.collect(upTo: EchoRelayRequestContext.maxBodySize)  // already read and capped by RequestBodyMiddleware
     do throws(EventParseError) {
         return try parse(Array(buffer.readableBytesView))
     } catch .malformed(let reason) {

@@ -11,6 +11,7 @@ struct ReplaysController<Context: RequestContext>: Sendable {
     let authorizer: BearerAuthorizer
     /// Called after a bulk replay is recorded, to wake the replay workers.
     let replayStarted: @Sendable () -> Void
+    let metrics: RelayMetrics
 
     func addRoutes(to router: Router<Context>) {
         router.post("/v1/replays", use: start)
@@ -27,6 +28,7 @@ struct ReplaysController<Context: RequestContext>: Sendable {
         }
         let replay = try await store.startReplay(body.filter, actor: actor, reason: body.reason)
         replayStarted()
+        metrics.replayRequested(kind: "bulk")
         context.logger.info("bulk replay started", metadata: [
             "replay.id": "\(replay.id)", "actor": "\(actor.name)", "matched": "\(replay.matched)",
         ])

@@ -1,6 +1,7 @@
 import EchoRelayCore
 import Foundation
 import Hummingbird
+import Prometheus
 
 /// Everything the HTTP layer needs from the rest of the process.
 public struct HTTPDependencies: Sendable {
@@ -11,12 +12,21 @@ public struct HTTPDependencies: Sendable {
     public var now: @Sendable () -> Date
     /// Called after a request commits new work, to wake the workers that take that kind.
     public var workCreated: @Sendable (WorkKind) -> Void
+    /// How long a client has to send a request's body.
+    public var requestTimeout: Duration
+    public var metrics: RelayMetrics
+    /// What `GET /metrics` shows: the registry behind `metrics`.
+    public var metricsRegistry: PrometheusCollectorRegistry
 
     public init(
         store: any EchoRelayStore, subscriberURLPolicy: SubscriberURLPolicy, ingestSecrets: [WebhookSecret],
-        authorizer: BearerAuthorizer,
+        authorizer: BearerAuthorizer, requestTimeout: Duration = .seconds(30),
+        metrics: RelayMetrics = RelayMetrics(), metricsRegistry: PrometheusCollectorRegistry = PrometheusCollectorRegistry(),
         now: @escaping @Sendable () -> Date = { Date() }, workCreated: @escaping @Sendable (WorkKind) -> Void = { _ in }
     ) {
+        self.requestTimeout = requestTimeout
+        self.metrics = metrics
+        self.metricsRegistry = metricsRegistry
         self.store = store
         self.subscriberURLPolicy = subscriberURLPolicy
         self.ingestSecrets = ingestSecrets
@@ -30,20 +40,22 @@ public struct HTTPDependencies: Sendable {
 public func buildRouter(servesAPI: Bool = true, _ dependencies: HTTPDependencies) -> Router<EchoRelayRequestContext> {
     let router = Router(context: EchoRelayRequestContext.self)
     router.add(middleware: ProblemMiddleware())
+    router.add(middleware: RequestBodyMiddleware(timeout: dependencies.requestTimeout))
     HealthController(store: dependencies.store).addRoutes(to: router)
+    MetricsController(store: dependencies.store, registry: dependencies.metricsRegistry).addRoutes(to: router)
     guard servesAPI else { return router }
     OpenAPIController().addRoutes(to: router)
     let workCreated = dependencies.workCreated
     IngestController(
-        store: dependencies.store, ingestSecrets: dependencies.ingestSecrets, now: dependencies.now,
+        store: dependencies.store, ingestSecrets: dependencies.ingestSecrets, now: dependencies.now, metrics: dependencies.metrics,
         workCreated: { workCreated(.verification) }
     ).addRoutes(to: router)
     EventsController(store: dependencies.store, authorizer: dependencies.authorizer).addRoutes(to: router)
     UsersController(store: dependencies.store, authorizer: dependencies.authorizer).addRoutes(to: router)
-    SupportController(store: dependencies.store, authorizer: dependencies.authorizer, workCreated: dependencies.workCreated)
-        .addRoutes(to: router)
-    ReplaysController(store: dependencies.store, authorizer: dependencies.authorizer, replayStarted: { workCreated(.replay) })
-        .addRoutes(to: router)
+    SupportController(store: dependencies.store, authorizer: dependencies.authorizer, workCreated: dependencies.workCreated,
+                      metrics: dependencies.metrics).addRoutes(to: router)
+    ReplaysController(store: dependencies.store, authorizer: dependencies.authorizer, replayStarted: { workCreated(.replay) },
+                      metrics: dependencies.metrics).addRoutes(to: router)
     DeadLettersController(store: dependencies.store, authorizer: dependencies.authorizer, deliveriesCreated: { workCreated(.delivery) })
         .addRoutes(to: router)
     AuditController(store: dependencies.store, authorizer: dependencies.authorizer).addRoutes(to: router)

@@ -143,7 +143,7 @@ struct SubscriptionsController<Context: RequestContext>: Sendable {
 /// Reads and validates a subscription body, naming every bad field.
 enum SubscriptionInput {
     static func parse(_ request: Request, requireAll: Bool) async throws -> SubscriptionFields {
-        let body = try await request.body.collect(upTo: 64 * 1024)
+        let body = try await request.body.collect(upTo: EchoRelayRequestContext.maxBodySize)
         guard case .object(let object)? = try? JSONValue.parse(body.readableBytesView) else {
             throw Problem(.badRequest, slug: "malformed-body", title: "Malformed body", detail: "the body must be a JSON object")
         }

@@ -12,6 +12,7 @@ struct SupportController<Context: RequestContext>: Sendable {
     let authorizer: BearerAuthorizer
     /// Called after new deliveries or verification work were committed, to wake their workers.
     let workCreated: @Sendable (WorkKind) -> Void
+    let metrics: RelayMetrics
 
     func addRoutes(to router: Router<Context>) {
         router.get("/v1/users/{user_id}/events", use: timeline)
@@ -55,6 +56,7 @@ struct SupportController<Context: RequestContext>: Sendable {
             throw Problem(error, eventID: eventID)
         }
         workCreated(.delivery)
+        metrics.replayRequested(kind: "event")
         context.logger.info("event replayed", metadata: [
             "event.id": "\(eventID)", "replay.id": "\(receipt.id)", "actor": "\(actor.name)", "matched": "\(receipt.matched)",
         ])

@@ -94,7 +94,7 @@ extension PostgresEventStore: SubscriptionStore {
             return try await client.withTransaction(logger: logger) { connection in
                 // Rows are locked deliveries first, then the subscription, the order a delivery
                 // worker recording an attempt takes them in; the other order deadlocks with it.
-                try await connection.query("""
+                _ = try await connection.query("""
                     SELECT id FROM deliveries WHERE subscription_id = \(id) AND status = 'pending' ORDER BY id FOR UPDATE
                     """, logger: logger).collect()
                 let deleted = try await connection.query("""

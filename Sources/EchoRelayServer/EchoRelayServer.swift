@@ -7,6 +7,7 @@ import Foundation
 import Hummingbird
 import Logging
 import PostgresNIO
+import Prometheus
 import ServiceLifecycle
 
 /// Builds the `serve` process: the store (PostgreSQL or the embedded file), the workers and the HTTP application,
@@ -60,6 +61,15 @@ public enum EchoRelayServer {
             logger.warning("ECHORELAY_ECHO_ALLOW_HTTP is on: OAuth Echo may use plain http; for local testing only")
         }
 
+        // This application's own registry: every counter it reports, shown at GET /metrics.
+        let metricsRegistry = PrometheusCollectorRegistry()
+        var metricsFactory = PrometheusMetricsFactory(registry: metricsRegistry)
+        metricsFactory.durationHistogramBuckets[RelayMetrics.deliveryAttemptDuration] = [
+            .milliseconds(5), .milliseconds(10), .milliseconds(25), .milliseconds(50), .milliseconds(100), .milliseconds(250),
+            .milliseconds(500), .seconds(1), .milliseconds(2500), .seconds(5), .seconds(10), .seconds(15), .seconds(30),
+        ]
+        let metrics = RelayMetrics(factory: metricsFactory)
+
         let processID = "\(ProcessInfo.processInfo.hostName):\(ProcessInfo.processInfo.processIdentifier):\(UUID().uuidString.prefix(8))"
         let wake = WakeSignal()
         let deliveryWake = WakeSignal()
@@ -106,7 +116,7 @@ public enum EchoRelayServer {
                 deliveryWake.wake()
                 announce()
             },
-            logger: logger
+            metrics: metrics, logger: logger
         )
         var deliveryConfiguration = DeliveryWorkerConfiguration()
         deliveryConfiguration.lease = configuration.echo.lease
@@ -119,7 +129,7 @@ public enum EchoRelayServer {
         deliveryConfiguration.allowPrivateSubscribers = configuration.delivery.allowPrivateSubscribers
         let deliveryWorker = DeliveryWorker(
             store: store, wake: deliveryWake, configuration: deliveryConfiguration, owner: processID, ready: schemaReady,
-            logger: logger
+            metrics: metrics, logger: logger
         )
         let replayWorker = ReplayWorker(
             store: store, rate: configuration.delivery.replayRate, wake: replayWake, pollInterval: configuration.echo.pollInterval,
@@ -137,6 +147,7 @@ public enum EchoRelayServer {
             store: store,
             subscriberURLPolicy: SubscriberURLPolicy(allowPrivate: configuration.delivery.allowPrivateSubscribers),
             ingestSecrets: ingestSecrets, authorizer: BearerAuthorizer(adminToken: configuration.adminToken, tokens: store, logger: logger),
+            requestTimeout: configuration.requestTimeout, metrics: metrics, metricsRegistry: metricsRegistry,
             workCreated: { kind in
                 // Workers in this process at once; workers elsewhere after the commit, debounced.
                 switch kind {
@@ -149,6 +160,7 @@ public enum EchoRelayServer {
         ))
         var app = Application(
             router: router,
+            server: .http1(configuration: .init(idleTimeout: TimeAmount(configuration.requestTimeout))),
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "EchoRelay"),
             // Started in this order and stopped in reverse: the server stops taking requests
             // first, then the worker finishes what it holds, then the database client closes.

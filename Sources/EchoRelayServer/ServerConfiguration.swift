@@ -18,13 +18,17 @@ public struct ServerConfiguration: Sendable {
     public var role: ServerRole
     public var echo: EchoConfiguration
     public var delivery: DeliveryConfiguration
+    /// How long a client has to send a request's body, and the longest a connection may sit
+    /// idle or be slow to send a request's head, before it is closed.
+    public var requestTimeout: Duration
 
     public init(
         host: String = "127.0.0.1", port: Int = 8080, databaseURL: Secret?, ingestSecrets: [Secret],
         adminToken: Secret?, secretKey: Secret? = nil, migrateAtStart: Bool = true, role: ServerRole = .all, echo: EchoConfiguration,
-        delivery: DeliveryConfiguration = DeliveryConfiguration()
+        delivery: DeliveryConfiguration = DeliveryConfiguration(), requestTimeout: Duration = .seconds(30)
     ) {
         self.delivery = delivery
+        self.requestTimeout = requestTimeout
         self.secretKey = secretKey
         self.role = role
         self.host = host

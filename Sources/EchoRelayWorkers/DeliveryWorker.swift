@@ -30,10 +30,12 @@ public struct DeliveryWorker: Service, CustomStringConvertible {
     let configuration: DeliveryWorkerConfiguration
     let owner: String
     let ready: Gate
+    let metrics: RelayMetrics
     let logger: Logger
 
     public init(store: any DeliveryStore, wake: WakeSignal, configuration: DeliveryWorkerConfiguration, owner: String,
-                ready: Gate = Gate(open: true), logger: Logger) {
+                ready: Gate = Gate(open: true), metrics: RelayMetrics = RelayMetrics(), logger: Logger) {
+        self.metrics = metrics
         self.store = store
         self.wake = wake
         self.configuration = configuration
@@ -108,6 +110,7 @@ public struct DeliveryWorker: Service, CustomStringConvertible {
             logger.error("recording the delivery attempt failed", metadata: ["error": "\(error)"])
             return
         }
+        metrics.deliveryAttempted(outcome: next.outcome, duration: attempt.duration)
         switch next {
         case .delivered:
             logger.info("delivered", metadata: ["http.status": "\(answer.statusCode ?? 0)"])

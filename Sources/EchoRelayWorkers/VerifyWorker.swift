@@ -35,13 +35,15 @@ public struct VerifyWorker: Service, CustomStringConvertible {
     let ready: Gate
     /// Called after a verification that may have created deliveries committed.
     let deliveriesCreated: @Sendable () -> Void
+    let metrics: RelayMetrics
     let logger: Logger
 
     public init(
         store: any EventStore, policy: EchoPolicy, echoTimeout: Duration, wake: WakeSignal,
         configuration: VerifyWorkerConfiguration, owner: String, ready: Gate = Gate(open: true),
-        deliveriesCreated: @escaping @Sendable () -> Void = {}, logger: Logger
+        deliveriesCreated: @escaping @Sendable () -> Void = {}, metrics: RelayMetrics = RelayMetrics(), logger: Logger
     ) {
+        self.metrics = metrics
         self.ready = ready
         self.deliveriesCreated = deliveriesCreated
         self.store = store
@@ -130,6 +132,7 @@ public struct VerifyWorker: Service, CustomStringConvertible {
         do {
             if try await store.finishVerification(task, owner: owner, outcome: outcome) {
                 logger.info("event \(outcome.status.rawValue)", metadata: ["verify.reason": "\(outcome.reason.rawValue)"])
+                metrics.verificationFinished(status: outcome.status, reason: outcome.reason.rawValue)
                 if outcome.status == .verified { deliveriesCreated() }
             } else {
                 logger.warning("lease lost before the outcome was recorded; another worker has the event")

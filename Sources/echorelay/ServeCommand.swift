@@ -81,6 +81,9 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "Webhook deliveries in flight at once per subscription, so one slow backend cannot take every slot. (env: ECHORELAY_SUBSCRIPTION_CONCURRENCY, default: 8)")
     var subscriptionConcurrency: Int?
 
+    @Option(help: "How long a client may take to send a request body, or be slow sending a request head or idle on a connection, before the connection is closed (slowloris and endless bodies cannot hold it). (env: ECHORELAY_REQUEST_TIMEOUT, default: 30s)")
+    var requestTimeout: String?
+
     @Option(help: "Events a bulk replay sends per second (each event to each subscription counts once), so a replay cannot flood a backend. (env: ECHORELAY_REPLAY_RATE, default: 50)")
     var replayRate: Int?
 
@@ -121,7 +124,8 @@ struct ServeCommand: AsyncParsableCommand {
                 concurrency: try Setting.integer(deliveryConcurrency, "ECHORELAY_DELIVERY_CONCURRENCY", default: 64),
                 perSubscriptionConcurrency: try Setting.integer(subscriptionConcurrency, "ECHORELAY_SUBSCRIPTION_CONCURRENCY", default: 8),
                 replayRate: try Setting.integer(replayRate, "ECHORELAY_REPLAY_RATE", default: 50)
-            )
+            ),
+            requestTimeout: try Setting.duration(requestTimeout, "ECHORELAY_REQUEST_TIMEOUT", default: .seconds(30))
         )
         if demo {
             configuration.enableDemo()

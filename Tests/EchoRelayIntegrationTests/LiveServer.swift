@@ -36,15 +36,16 @@ struct LiveServer: Sendable {
     static func run(
         migrate: Bool = true, ingestSecrets: [String] = [ingestSecret], role: ServerRole = .ingest,
         echo: EchoConfiguration = noEcho, delivery: DeliveryConfiguration = DeliveryConfiguration(allowPrivateSubscribers: true),
-        secretKey: String? = nil, logger: Logger = TestLogger.quiet, database: TestDatabase? = nil,
-        _ body: @Sendable (LiveServer) async throws -> Void
+        secretKey: String? = nil, requestTimeout: Duration = .seconds(30), logger: Logger = TestLogger.quiet,
+        database: TestDatabase? = nil, _ body: @Sendable (LiveServer) async throws -> Void
     ) async throws {
         // A given database outlives this server, as across a restart.
         @Sendable func serve(_ database: TestDatabase) async throws {
             let configuration = ServerConfiguration(
                 host: "127.0.0.1", port: 0, databaseURL: Secret(database.url),
                 ingestSecrets: ingestSecrets.map(Secret.init), adminToken: Secret(adminToken),
-                secretKey: secretKey.map(Secret.init), migrateAtStart: migrate, role: role, echo: echo, delivery: delivery
+                secretKey: secretKey.map(Secret.init), migrateAtStart: migrate, role: role, echo: echo, delivery: delivery,
+                requestTimeout: requestTimeout
             )
             let app = try await EchoRelayServer.makeApplication(configuration, logger: logger)
             try await app.test(.live) { client in

@@ -53,9 +53,9 @@ import TestSupport
         #expect(described.subtracting(routes).sorted() == [], "described operations the router does not have")
         #expect(routes.count == described.count)
 
-        // A workers-only process serves a subset: the health checks.
+        // A workers-only process serves a subset: the health checks and its metrics.
         let workers = Set(Self.router(servesAPI: false).routes.map { "\($0.method.rawValue) \($0.path)" })
-        #expect(workers == ["GET /healthz", "GET /readyz"])
+        #expect(workers == ["GET /healthz", "GET /readyz", "GET /metrics"])
     }
 
     /// The router of a process, built exactly as `serve` builds it; nothing connects to the
@@ -120,6 +120,7 @@ import TestSupport
         // Operations.
         #expect(try await log.send(.GET, "/healthz").status == 200)
         #expect(try await log.send(.GET, "/readyz").status == 200)
+        #expect(try await log.send(.GET, "/metrics").status == 200)
         #expect(try await log.send(.GET, "/openapi.yaml").status == 200)
 
         // Subscriptions: one that takes everything, one that answers 410 Gone (dead letter).

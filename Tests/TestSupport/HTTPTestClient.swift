@@ -20,8 +20,10 @@ public struct TestHTTPResponse: Sendable {
 /// Talks to a live server on loopback over real TCP with async-http-client.
 public struct HTTPTestClient: Sendable {
     public let baseURL: String
+    public let port: Int
 
     public init(port: Int) {
+        self.port = port
         self.baseURL = "http://127.0.0.1:\(port)"
     }
 

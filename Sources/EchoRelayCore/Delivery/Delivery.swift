@@ -116,6 +116,15 @@ public enum DeliveryNext: Sendable, Equatable {
     case retry(after: Duration)
     /// Dead-lettered; with `disableSubscription`, the subscription is disabled for that reason.
     case dead(disableSubscription: String?)
+
+    /// delivered, retry or dead, as metrics count them.
+    public var outcome: String {
+        switch self {
+        case .delivered: "delivered"
+        case .retry: "retry"
+        case .dead: "dead"
+        }
+    }
 }
 
 /// A delivery as the API shows it under its event.

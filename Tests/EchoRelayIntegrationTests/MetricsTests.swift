@@ -1,0 +1,94 @@
+import EchoRelayServer
+import Foundation
+import NIOHTTP1
+import Testing
+import TestSupport
+
+/// `GET /metrics` counts what a live server did, in the Prometheus text format.
+@Suite struct MetricsTests {
+    @Test func countsIngestVerificationDeliveriesAndReplaysAndShowsTheQueues() async throws {
+        try await EchoFixture.run { f in
+            try await StandInSubscriber().run { subscriber in
+                let subscription = try await f.subscribe(url: subscriber.url())
+                subscriber.setSecrets([try #require(subscription["secret"] as? String)])
+                let event = try await f.pushVerified("token.rotated", userID: "m1", session: try f.session("m1"))
+                _ = try await f.server.ingest(Array(#"{"id":"evt_again"}"#.utf8))  // signed, but not an event: refused
+                let unsigned = try await f.server.http.send(.POST, "/v1/events", headers: [("Content-Type", "application/json")],
+                                                            body: Array("{}".utf8))
+                #expect(unsigned.status == 401)
+                try await subscriber.waitForDeliveries(count: 1, within: .seconds(20))
+                let eventID = try #require(event["id"] as? String)
+                #expect(try await f.server.http.send(
+                    .POST, "/v1/events/\(eventID)/replay", headers: [("Authorization", "Bearer \(LiveServer.adminToken)"),
+                                                                     ("Content-Type", "application/json")],
+                    body: Array(#"{"reason":"metrics test"}"#.utf8)
+                ).status == 202)
+                try await subscriber.waitForDeliveries(count: 2, within: .seconds(20))
+
+                // The replayed delivery's attempt is recorded just after the subscriber answers.
+                var metrics = PrometheusText(try await f.server.http.get("/metrics").text)
+                let deadline = ContinuousClock.now + .seconds(10)
+                while metrics["echorelay_deliveries_total", ["outcome": "delivered"]] != 2, ContinuousClock.now < deadline {
+                    try await Task.sleep(for: .milliseconds(100))
+                    metrics = PrometheusText(try await f.server.http.get("/metrics").text)
+                }
+                #expect(metrics["echorelay_events_received_total", ["type": "token.rotated", "result": "accepted"]] == 1)
+                #expect(metrics["echorelay_events_received_total", ["type": "unknown", "result": "refused"]] == 2)
+                #expect(metrics["echorelay_verification_outcomes_total", ["outcome": "verified", "reason": "provider_confirmed"]] == 1)
+                #expect(metrics["echorelay_deliveries_total", ["outcome": "delivered"]] == 2)
+                #expect(metrics["echorelay_delivery_attempt_duration_seconds_count", [:]] == 2)
+                #expect(metrics["echorelay_replays_total", ["kind": "event"]] == 1)
+                for kind in ["verification", "delivery", "replay"] {
+                    #expect(metrics["echorelay_queue_depth", ["kind": kind]] == 0, "\(kind)")
+                    #expect(metrics["echorelay_queue_oldest_due_age_seconds", ["kind": kind]] == 0, "\(kind)")
+                }
+                #expect(!metrics.text.contains(eventID) && !metrics.text.contains("m1"), "ids are never labels")
+            }
+        }
+    }
+
+    @Test func theQueueShowsWorkThatNoWorkerHasTaken() async throws {
+        // An ingest-only process: the event waits for a worker that is not there.
+        try await LiveServer.run(role: .ingest) { server in
+            #expect(try await server.ingest(eventBody(id: "evt_waiting", userID: "m2")).status == 202)
+            try await Task.sleep(for: .milliseconds(1100))
+            let metrics = PrometheusText(try await server.http.get("/metrics").text)
+            #expect(metrics["echorelay_queue_depth", ["kind": "verification"]] == 1)
+            #expect((metrics["echorelay_queue_oldest_due_age_seconds", ["kind": "verification"]] ?? 0) >= 1)
+            #expect(metrics["echorelay_queue_depth", ["kind": "delivery"]] == 0)
+        }
+    }
+}
+
+/// The samples of a Prometheus text exposition, looked up by name and labels in any order.
+struct PrometheusText {
+    let text: String
+    private var samples: [String: Double] = [:]
+
+    init(_ text: String) {
+        self.text = text
+        for line in text.split(separator: "\n") where !line.hasPrefix("#") {
+            guard let space = line.lastIndex(of: " "), let value = Double(line[line.index(after: space)...]) else { continue }
+            let series = line[..<space]
+            guard let brace = series.firstIndex(of: "{") else {
+                samples[Self.key(String(series), [:])] = value
+                continue
+            }
+            var labels: [String: String] = [:]
+            for pair in series[series.index(after: brace)..<series.index(before: series.endIndex)].split(separator: ",") {
+                let parts = pair.split(separator: "=", maxSplits: 1)
+                guard parts.count == 2 else { continue }
+                labels[String(parts[0])] = String(parts[1]).trimmingCharacters(in: CharacterSet(charactersIn: "\""))
+            }
+            samples[Self.key(String(series[..<brace]), labels)] = value
+        }
+    }
+
+    subscript(name: String, labels: [String: String]) -> Double? {
+        samples[Self.key(name, labels)]
+    }
+
+    private static func key(_ name: String, _ labels: [String: String]) -> String {
+        name + "{" + labels.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: ",") + "}"
+    }
+}
