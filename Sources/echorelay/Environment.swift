@@ -63,12 +63,20 @@ struct LoggingOptions: ParsableArguments {
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical. (env: ECHORELAY_LOG_LEVEL, default: info)")
     var logLevel: String?
 
+    @Option(help: "Log format on standard error: text, or json (one object per line, with event.id, user.id and subscription.id as keys). (env: ECHORELAY_LOG_FORMAT, default: text)")
+    var logFormat: String?
+
     func bootstrap(label: String) throws -> Logger {
         let text = Setting.value(logLevel, "ECHORELAY_LOG_LEVEL") ?? "info"
         guard let level = Logger.Level(rawValue: text.lowercased()) else {
             throw ConfigurationError(setting: "ECHORELAY_LOG_LEVEL", reason: "must be one of trace, debug, info, notice, warning, error, critical")
         }
+        let format = Setting.value(logFormat, "ECHORELAY_LOG_FORMAT") ?? "text"
+        guard format == "text" || format == "json" else {
+            throw ConfigurationError(setting: "ECHORELAY_LOG_FORMAT", reason: "must be text or json, got \"\(format)\"")
+        }
         LoggingSystem.bootstrap { label in
+            if format == "json" { return JSONLogHandler(label: label, logLevel: level) }
             var handler = StreamLogHandler.standardError(label: label)
             handler.logLevel = level
             return handler
