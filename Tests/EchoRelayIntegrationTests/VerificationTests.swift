@@ -207,7 +207,9 @@ import TestSupport
     }
 
     @Test func aProviderThatHangsIsTimedOutAndRetried() async throws {
-        try await EchoFixture.run(retrySchedule: [.milliseconds(100)], timeout: .milliseconds(500)) { f in
+        // The timeout leaves a loaded machine time to get each try to the provider before it
+        // is given up; with 500 ms, CI's sometimes never arrived.
+        try await EchoFixture.run(retrySchedule: [.milliseconds(100)], timeout: .seconds(2)) { f in
             f.provider.addAccount(userID: "1515", phoneNumber: nil)
             let session = f.provider.issueToken(for: "1515")
             f.provider.setMode(.hang)
@@ -229,11 +231,12 @@ import TestSupport
     }
 
     @Test func anUnreachableProviderIsRetriedThenUnverifiable() async throws {
-        let closedPort = try freeLoopbackPort()
-        try await EchoFixture.run(retrySchedule: [.milliseconds(50), .milliseconds(50)], allowedHosts: ["127.0.0.1:\(closedPort)"]) { f in
-            let echo = try f.echo(token: "t", tokenSecret: "s", url: "http://127.0.0.1:\(closedPort)/1.1/sdk/account.json")
-            let id = try await f.push("token.rotated", userID: "1717", echo: echo)
-            expectOutcome(try await f.outcome(of: id), "unverifiable", "provider_unavailable")
+        try await withRefusingLoopbackPort { closedPort in
+            try await EchoFixture.run(retrySchedule: [.milliseconds(50), .milliseconds(50)], allowedHosts: ["127.0.0.1:\(closedPort)"]) { f in
+                let echo = try f.echo(token: "t", tokenSecret: "s", url: "http://127.0.0.1:\(closedPort)/1.1/sdk/account.json")
+                let id = try await f.push("token.rotated", userID: "1717", echo: echo)
+                expectOutcome(try await f.outcome(of: id), "unverifiable", "provider_unavailable")
+            }
         }
     }
 

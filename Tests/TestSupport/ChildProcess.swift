@@ -93,6 +93,19 @@ public func freeLoopbackPort() throws -> Int {
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     guard fd >= 0 else { throw TestSetupError("socket() failed") }
     defer { close(fd) }
+    return try bindLoopback(fd)
+}
+
+/// Runs `body` with a port on 127.0.0.1 that refuses connections: it stays bound, without
+/// listening, until `body` returns, so no server started meanwhile can take it.
+public func withRefusingLoopbackPort<Result>(_ body: (Int) async throws -> Result) async throws -> Result {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { throw TestSetupError("socket() failed") }
+    defer { close(fd) }
+    return try await body(try bindLoopback(fd))
+}
+
+private func bindLoopback(_ fd: Int32) throws -> Int {
     var address = sockaddr_in()
     address.sin_family = sa_family_t(AF_INET)
     address.sin_addr.s_addr = inet_addr("127.0.0.1")
