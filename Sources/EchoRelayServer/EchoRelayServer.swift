@@ -106,6 +106,7 @@ public enum EchoRelayServer {
         workerConfiguration.retrySchedule = configuration.echo.retrySchedule
         workerConfiguration.concurrency = configuration.echo.concurrency
         workerConfiguration.pollInterval = configuration.echo.pollInterval
+        workerConfiguration.shutdownGrace = configuration.shutdownGrace
         let verifyWorker = VerifyWorker(
             store: store,
             policy: EchoPolicy(allowedHosts: configuration.echo.allowedHosts, allowHTTP: configuration.echo.allowHTTP,
@@ -124,6 +125,7 @@ public enum EchoRelayServer {
         deliveryConfiguration.retry = DeliveryRetryPolicy(schedule: configuration.delivery.retrySchedule)
         deliveryConfiguration.disableAfter = configuration.delivery.disableAfter
         deliveryConfiguration.pollInterval = configuration.echo.pollInterval
+        deliveryConfiguration.shutdownGrace = configuration.shutdownGrace
         deliveryConfiguration.concurrency = configuration.delivery.concurrency
         deliveryConfiguration.perSubscriptionConcurrency = configuration.delivery.perSubscriptionConcurrency
         deliveryConfiguration.allowPrivateSubscribers = configuration.delivery.allowPrivateSubscribers

@@ -21,12 +21,17 @@ public struct ServerConfiguration: Sendable {
     /// How long a client has to send a request's body, and the longest a connection may sit
     /// idle or be slow to send a request's head, before it is closed.
     public var requestTimeout: Duration
+    /// At SIGTERM, how long in-flight echo requests and deliveries may take before they are
+    /// cancelled and handed back.
+    public var shutdownGrace: Duration
 
     public init(
         host: String = "127.0.0.1", port: Int = 8080, databaseURL: Secret?, ingestSecrets: [Secret],
         adminToken: Secret?, secretKey: Secret? = nil, migrateAtStart: Bool = true, role: ServerRole = .all, echo: EchoConfiguration,
-        delivery: DeliveryConfiguration = DeliveryConfiguration(), requestTimeout: Duration = .seconds(30)
+        delivery: DeliveryConfiguration = DeliveryConfiguration(), requestTimeout: Duration = .seconds(30),
+        shutdownGrace: Duration = .seconds(10)
     ) {
+        self.shutdownGrace = shutdownGrace
         self.delivery = delivery
         self.requestTimeout = requestTimeout
         self.secretKey = secretKey

@@ -10,6 +10,9 @@ public struct DeliveryWorkerConfiguration: Sendable {
     public var retry = DeliveryRetryPolicy()
     public var disableAfter: Duration = .seconds(5 * 86_400)
     public var pollInterval: Duration = .seconds(1)
+    /// At a graceful stop, how long in-flight items may take to finish before they are
+    /// cancelled and handed back for another process.
+    public var shutdownGrace: Duration = .seconds(10)
     /// Webhooks in flight at once per process.
     public var concurrency = 64
     /// Webhooks in flight at once per subscription, so one slow backend cannot take every slot.
@@ -49,7 +52,8 @@ public struct DeliveryWorker: Service, CustomStringConvertible {
         let stopping = Flag()
         await withGracefulShutdownHandler {
             await ready.wait()
-            let loop = WorkLoop(concurrency: configuration.concurrency, pollInterval: configuration.pollInterval, wake: wake, logger: logger)
+            let loop = WorkLoop(concurrency: configuration.concurrency, pollInterval: configuration.pollInterval,
+                            shutdownGrace: configuration.shutdownGrace, wake: wake, logger: logger)
             await loop.run(until: { stopping.isSet }) { free in
                 try await store.claimDeliveries(owner: owner, limit: free, lease: configuration.lease,
                                                 perSubscriptionCap: configuration.perSubscriptionConcurrency)

@@ -14,6 +14,9 @@ public struct VerifyWorkerConfiguration: Sendable {
     public var retrySchedule: [Duration] = [.seconds(1), .seconds(5), .seconds(15), .seconds(30), .seconds(60), .seconds(120)]
     /// The longest an idle worker waits before looking for work again, in case a wake-up was lost.
     public var pollInterval: Duration = .seconds(1)
+    /// At a graceful stop, how long in-flight items may take to finish before they are
+    /// cancelled and handed back for another process.
+    public var shutdownGrace: Duration = .seconds(10)
     /// Echo requests in flight at once.
     public var concurrency = 32
 
@@ -71,7 +74,8 @@ public struct VerifyWorker: Service, CustomStringConvertible {
     }
 
     private func work(client: EchoClient, until stopped: @escaping @Sendable () -> Bool) async {
-        let loop = WorkLoop(concurrency: configuration.concurrency, pollInterval: configuration.pollInterval, wake: wake, logger: logger)
+        let loop = WorkLoop(concurrency: configuration.concurrency, pollInterval: configuration.pollInterval,
+                            shutdownGrace: configuration.shutdownGrace, wake: wake, logger: logger)
         await loop.run(until: stopped) { free in
             try await store.claimVerifications(owner: owner, limit: free, lease: configuration.lease)
         } process: { task in

@@ -4,10 +4,12 @@ import Synchronization
 
 /// The claim-and-process loop both workers share: keeps up to `concurrency` items in
 /// flight, claims as many as there are free slots in one batch, and when nothing is due
-/// waits for a wake-up or the poll interval. In-flight items finish before it returns.
+/// waits for a wake-up or the poll interval. Once stopped, in-flight items get
+/// `shutdownGrace` to finish; then they are cancelled, and each hands its item back.
 struct WorkLoop: Sendable {
     let concurrency: Int
     let pollInterval: Duration
+    let shutdownGrace: Duration
     let wake: WakeSignal
     let logger: Logger
 
@@ -42,6 +44,14 @@ struct WorkLoop: Sendable {
                     }
                 }
                 await wake.wait(upTo: pollInterval)
+            }
+            let deadline = ContinuousClock.now + shutdownGrace
+            while inFlight.value > 0, ContinuousClock.now < deadline {
+                await wake.wait(upTo: min(deadline - ContinuousClock.now, .milliseconds(100)))
+            }
+            if inFlight.value > 0 {
+                logger.notice("cancelling work still in flight at shutdown; it is handed back", metadata: ["items": "\(inFlight.value)"])
+                group.cancelAll()
             }
         }
     }

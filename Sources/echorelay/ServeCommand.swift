@@ -9,7 +9,9 @@ struct ServeCommand: AsyncParsableCommand {
         commandName: "serve",
         abstract: "Run the EchoRelay server: the ingest endpoint and the API.",
         discussion: """
-            SIGTERM or SIGINT stops it gracefully: in-flight requests finish first.
+            SIGTERM or SIGINT stops it gracefully: it stops taking requests, lets in-flight ones \
+            finish, gives in-flight echo requests and deliveries ECHORELAY_SHUTDOWN_GRACE to finish, \
+            then cancels them and hands them back to the database for another process, and exits.
 
             Secrets at rest: with ECHORELAY_SECRET_KEY (make one with `echorelay secret-key`), \
             subscription signing secrets are stored encrypted (AES-256-GCM); without it, in plaintext, \
@@ -84,6 +86,9 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "How long a client may take to send a request body, or be slow sending a request head or idle on a connection, before the connection is closed (slowloris and endless bodies cannot hold it). (env: ECHORELAY_REQUEST_TIMEOUT, default: 30s)")
     var requestTimeout: String?
 
+    @Option(help: "At SIGTERM, how long in-flight echo requests and deliveries may take to finish before they are cancelled and handed back to the database for another process. (env: ECHORELAY_SHUTDOWN_GRACE, default: 10s)")
+    var shutdownGrace: String?
+
     @Option(help: "Events a bulk replay sends per second (each event to each subscription counts once), so a replay cannot flood a backend. (env: ECHORELAY_REPLAY_RATE, default: 50)")
     var replayRate: Int?
 
@@ -125,7 +130,8 @@ struct ServeCommand: AsyncParsableCommand {
                 perSubscriptionConcurrency: try Setting.integer(subscriptionConcurrency, "ECHORELAY_SUBSCRIPTION_CONCURRENCY", default: 8),
                 replayRate: try Setting.integer(replayRate, "ECHORELAY_REPLAY_RATE", default: 50)
             ),
-            requestTimeout: try Setting.duration(requestTimeout, "ECHORELAY_REQUEST_TIMEOUT", default: .seconds(30))
+            requestTimeout: try Setting.duration(requestTimeout, "ECHORELAY_REQUEST_TIMEOUT", default: .seconds(30)),
+            shutdownGrace: try Setting.duration(shutdownGrace, "ECHORELAY_SHUTDOWN_GRACE", default: .seconds(10))
         )
         if demo {
             configuration.enableDemo()
