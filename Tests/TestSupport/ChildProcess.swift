@@ -21,8 +21,10 @@ public final class ChildProcess: @unchecked Sendable {
             .appendingPathComponent("../../.build/debug/echorelay").standardized
     }
 
-    public init(_ arguments: [String], environment: [String: String] = [:], workingDirectory: URL? = nil) throws {
-        process.executableURL = Self.echorelayBinary
+    /// Runs the built `echorelay` with `arguments`, or another `executable`.
+    public init(_ arguments: [String], environment: [String: String] = [:], workingDirectory: URL? = nil,
+                executable: URL? = nil) throws {
+        process.executableURL = executable ?? Self.echorelayBinary
         if let workingDirectory { process.currentDirectoryURL = workingDirectory }
         process.arguments = arguments
         var env = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("ECHORELAY_") }

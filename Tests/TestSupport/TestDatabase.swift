@@ -10,6 +10,11 @@ public struct TestDatabase: Sendable {
     public let url: String
     public let name: String
 
+    public init(url: String, name: String) {
+        self.url = url
+        self.name = name
+    }
+
     public var configuration: PostgresClient.Configuration {
         get throws { try DatabaseURL.postgresConfiguration(url) }
     }

@@ -1,0 +1,195 @@
+import EchoRelayCore
+import Foundation
+import NIOHTTP1
+import PostgresNIO
+import Synchronization
+import Testing
+import TestSupport
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One fault scenario's world: a fresh PostgreSQL database, a stand-in provider that
+/// confirms every session, a stand-in subscriber with an ordered subscription, and real
+/// `serve` processes started, killed and stopped at will.
+struct FaultLab: Sendable {
+    let database: TestDatabase
+    let provider: StandInProvider
+    let subscriber: StandInSubscriber
+    let environment: [String: String]
+
+    static let users = ["fault-a", "fault-b", "fault-c", "fault-d"]
+
+    /// Runs `body` in a fresh lab; `settings` are added to every `serve`'s environment. The
+    /// database is a fresh one on the shared test server unless one is given.
+    static func run(settings: [String: String] = [:], database given: TestDatabase? = nil,
+                    _ body: @Sendable (FaultLab) async throws -> Void) async throws {
+        let provider = StandInProvider()
+        provider.addConsumer(key: EchoFixture.consumerKey, secret: EchoFixture.consumerSecret)
+        for user in users { provider.addAccount(userID: user, phoneNumber: nil) }
+        try await provider.run { provider in
+            try await StandInSubscriber().run { subscriber in
+                @Sendable func inDatabase(_ database: TestDatabase) async throws {
+                    let environment = [
+                        "ECHORELAY_DATABASE_URL": database.url, "ECHORELAY_INGEST_SECRETS": LiveServer.ingestSecret,
+                        "ECHORELAY_ADMIN_TOKEN": LiveServer.adminToken, "ECHORELAY_CONSUMER_KEY": EchoFixture.consumerKey,
+                        "ECHORELAY_ECHO_ALLOWED_HOSTS": provider.host, "ECHORELAY_ECHO_ALLOW_HTTP": "1",
+                        "ECHORELAY_ALLOW_PRIVATE_SUBSCRIBERS": "1", "ECHORELAY_LOG_LEVEL": "error",
+                        // A short lease, so that a killed process's work comes back quickly, and
+                        // schedules with many quick retries, so that a slow moment on a loaded
+                        // machine is retried rather than ending unverifiable or dead.
+                        "ECHORELAY_ECHO_TIMEOUT": "2s", "ECHORELAY_DELIVERY_TIMEOUT": "2s", "ECHORELAY_LEASE": "4s",
+                        "ECHORELAY_ECHO_RETRY_SCHEDULE": "200ms,500ms,1s,1s,1s,1s,1s,1s,1s,1s",
+                        "ECHORELAY_RETRY_SCHEDULE": "200ms,500ms,1s,1s,1s,1s,1s,1s,1s,1s,1s,1s",
+                    ].merging(settings) { _, new in new }
+                    try await body(FaultLab(database: database, provider: provider, subscriber: subscriber, environment: environment))
+                }
+                if let given {
+                    try await inDatabase(given)
+                } else {
+                    try await TestDatabase.withFresh { try await inDatabase($0) }
+                }
+            }
+        }
+    }
+
+    /// A `serve` process on `port`, answering before this returns.
+    func serve(port: Int, role: String = "all", settings: [String: String] = [:]) async throws -> ChildProcess {
+        let process = try ChildProcess(["serve", "--port", String(port), "--role", role],
+                                       environment: environment.merging(settings) { _, new in new })
+        try await process.waitUntilAnswering(HTTPTestClient(port: port))
+        return process
+    }
+
+    /// Creates the ordered subscription to every event type and gives its secret to the subscriber.
+    func subscribe(through port: Int) async throws {
+        let answer = try await HTTPTestClient(port: port).send(
+            .POST, "/v1/subscriptions", headers: [("Authorization", "Bearer \(LiveServer.adminToken)"), ("Content-Type", "application/json")],
+            body: Array(try JSONSerialization.data(withJSONObject: [
+                "url": subscriber.url(), "event_types": ["token.rotated", "phone.changed", "account.deactivated"],
+            ]))
+        )
+        subscriber.setSecrets([try #require(answer.json?["secret"] as? String)])
+    }
+
+    /// Waits until the subscriber has had every one of `events`, at least once.
+    func waitUntilDelivered(_ events: Set<String>, within limit: Duration) async throws {
+        let deadline = ContinuousClock.now + limit
+        while !events.isSubset(of: Set(subscriber.deliveries.compactMap(\.eventID))) {
+            guard ContinuousClock.now < deadline else {
+                let missing = events.subtracting(subscriber.deliveries.compactMap(\.eventID))
+                let statuses = try await storedStatuses()
+                let deliveries = try await database.withClient { client in
+                    var text: [String] = []
+                    for try await (event, status, attempts) in try await client.query(
+                        "SELECT event_id, status, attempts FROM deliveries ORDER BY id"
+                    ).decode((String, String, Int).self) where missing.contains(event) { text.append("\(event):\(status)/\(attempts)") }
+                    return text
+                }
+                throw TestSetupError("\(missing.count) of \(events.count) acknowledged events never reached the subscriber: "
+                    + "events \(missing.sorted().prefix(5).map { "\($0) \(statuses[$0] ?? "not stored")" }), deliveries \(deliveries.prefix(8))")
+            }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+    }
+
+    /// Every stored event's status, by id.
+    func storedStatuses() async throws -> [String: String] {
+        try await database.withClient { client in
+            var statuses: [String: String] = [:]
+            for try await (id, status) in try await client.query("SELECT id, status FROM events").decode((String, String).self) {
+                statuses[id] = status
+            }
+            return statuses
+        }
+    }
+
+    /// The scenario's figures, checked: nothing acknowledged is lost, every acknowledged event
+    /// was verified and delivered, in per-user order. Prints one line for RELIABILITY.md.
+    func expectNothingLost(_ scenario: String, _ load: LoadReport) async throws {
+        let statuses = try await storedStatuses()
+        let lost = load.acknowledged.subtracting(statuses.keys)
+        #expect(lost.isEmpty, "acknowledged but not stored: \(lost.sorted())")
+        let unverified = load.acknowledged.filter { statuses[$0] != "verified" }
+        #expect(unverified.isEmpty, "acknowledged but not verified: \(unverified.sorted().prefix(5).map { "\($0) \(statuses[$0] ?? "-")" })")
+
+        let received = subscriber.deliveries
+        #expect(received.allSatisfy { $0.signatureValid })
+        let deliveredIDs = Set(received.compactMap(\.eventID))
+        let undelivered = load.acknowledged.subtracting(deliveredIDs)
+        #expect(undelivered.isEmpty, "verified but never delivered: \(undelivered.sorted().prefix(5))")
+        for user in Self.users {
+            // At least once, so a repeat may come, but never a step back.
+            let sequences = DeliveryTests.sequences(received, user: user)
+            #expect(sequences == sequences.sorted(), "\(user) out of order: \(sequences)")
+        }
+        let duplicates = received.count - deliveredIDs.count
+        print("FAULT \(scenario): sent=\(load.sent) acknowledged=\(load.acknowledged.count) refused=\(load.refused) "
+              + "delivered=\(deliveredIDs.count) duplicates=\(duplicates) lost=\(lost.count + undelivered.count)")
+    }
+}
+
+extension StandInSubscriber.ReceivedDelivery {
+    var eventID: String? { json?.objectValue?["event_id"]?.stringValue }
+}
+
+/// What a load generator pushed and what it got back.
+struct LoadReport: Sendable {
+    /// Requests made, retries included.
+    var sent = 0
+    /// Event ids answered `202`.
+    var acknowledged: Set<String> = []
+    /// Requests answered anything but `202`, or not answered (the process was down).
+    var refused = 0
+}
+
+/// Pushes `perUser` token rotations for each of `FaultLab.users`, each user's in order, the
+/// users in parallel, to whichever `serve` answers on `ports` (round robin). Like a real
+/// identity provider, it pushes an unacknowledged event again until it gets a `202`.
+func pushLoad(ports: [Int], provider: StandInProvider, perUser: Int, pause: Duration = .milliseconds(20),
+              within limit: Duration = .seconds(90)) async throws -> LoadReport {
+    let signer = EventSigner(secret: LiveServer.ingestSecret)
+    let deadline = ContinuousClock.now + limit
+    return try await withThrowingTaskGroup(of: LoadReport.self) { group in
+        for (userIndex, user) in FaultLab.users.enumerated() {
+            let session = provider.issueToken(for: user)
+            group.addTask {
+                var report = LoadReport()
+                for index in 0..<perUser {
+                    let id = "evt_fault_\(user)_\(index)"
+                    // Pushed again byte for byte: the same id with another body would be a conflict.
+                    let header = try OAuth1.authorizationHeader(
+                        method: "GET", url: provider.digitsURL, consumerKey: EchoFixture.consumerKey,
+                        consumerSecret: EchoFixture.consumerSecret, token: session.token, tokenSecret: session.secret,
+                        nonce: UUID().uuidString, timestamp: String(Int(Date().timeIntervalSince1970))
+                    )
+                    let body = eventBody(id: id, userID: user) {
+                        $0["echo"] = ["service_provider": provider.digitsURL, "authorization": header]
+                    }
+                    while true {
+                        guard ContinuousClock.now < deadline else { throw TestSetupError("\(id) was never acknowledged") }
+                        let port = ports[(userIndex + report.sent) % ports.count]
+                        report.sent += 1
+                        let status = try? await HTTPTestClient(port: port)
+                            .send(.POST, "/v1/events", headers: try signer.headers(for: body), body: body).status
+                        if status == 202 {
+                            report.acknowledged.insert(id)
+                            break
+                        }
+                        report.refused += 1
+                        try await Task.sleep(for: .milliseconds(100))
+                    }
+                    try await Task.sleep(for: pause)
+                }
+                return report
+            }
+        }
+        var total = LoadReport()
+        for try await report in group {
+            total.sent += report.sent
+            total.acknowledged.formUnion(report.acknowledged)
+            total.refused += report.refused
+        }
+        return total
+    }
+}

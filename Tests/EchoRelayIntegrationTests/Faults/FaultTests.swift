@@ -1,0 +1,172 @@
+import EchoRelayCore
+import Foundation
+import NIOHTTP1
+import PostgresNIO
+import Testing
+import TestSupport
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// EchoRelay's promise under faults, with real processes: an event acknowledged with `202` is
+/// verified and delivered to every matching subscriber, in per-user order, whatever fails in
+/// between. Each scenario prints a `FAULT …` line with its figures (RELIABILITY.md).
+/// `ECHORELAY_FAULT_SCALE` (default 1) multiplies the load and the number of faults.
+/// One scenario at a time: each starts several processes, and the timings mean most alone.
+/// scripts/test runs this suite after the others, for the same reason.
+@Suite(.serialized) struct FaultTests {
+    static let scale = max(1, Int(ProcessInfo.processInfo.environment["ECHORELAY_FAULT_SCALE"] ?? "") ?? 1)
+
+    @Test func serveKilledSeveralTimesUnderLoadLosesNothing() async throws {
+        try await FaultLab.run { lab in
+            let port = try freeLoopbackPort()
+            var serve = try await lab.serve(port: port)
+            try await lab.subscribe(through: port)
+            // Paced so that the load spans every kill.
+            let load = Task {
+                try await pushLoad(ports: [port], provider: lab.provider, perUser: 12 * Self.scale, pause: .milliseconds(300))
+            }
+            for _ in 0..<(3 * Self.scale) {
+                try await Task.sleep(for: .milliseconds(Int.random(in: 600...1500)))
+                serve.signal(SIGKILL)
+                _ = try await serve.wait()
+                serve = try await lab.serve(port: port)
+            }
+            let report = try await load.value
+            try await lab.waitUntilDelivered(report.acknowledged, within: .seconds(60))
+            serve.signal(SIGTERM)
+            #expect(try await serve.wait() == 0)
+            try await lab.expectNothingLost("kill-9 x\(3 * Self.scale)", report)
+        }
+    }
+
+    /// PostgreSQL stopped and started mid-load: `serve` reconnects by itself, is not ready
+    /// and refuses ingest with 503 (never a false 202) while the database is away, and nothing
+    /// acknowledged is lost.
+    @Test func postgresStoppedAndStartedMidLoadLosesNothingAndNeverAcknowledgesFalsely() async throws {
+        try await PrivatePostgres.withServer { postgres in
+            try await FaultLab.run(database: postgres.database) { lab in
+                let port = try freeLoopbackPort()
+                let http = HTTPTestClient(port: port)
+                let serve = try await lab.serve(port: port)
+                try await lab.subscribe(through: port)
+                let load = Task {
+                    try await pushLoad(ports: [port], provider: lab.provider, perUser: 8 * Self.scale, pause: .milliseconds(250),
+                                       within: .seconds(120))
+                }
+                try await Task.sleep(for: .seconds(1))
+                try await postgres.stop()
+
+                #expect(try await http.get("/readyz").status == 503)
+                let outage = eventBody(id: "evt_during_outage", userID: FaultLab.users[0])
+                let answer = try await http.send(.POST, "/v1/events", headers: try EventSigner(secret: LiveServer.ingestSecret).headers(for: outage),
+                                                 body: outage)
+                #expect(answer.status == 503, "\(answer.text)")
+                try await Task.sleep(for: .seconds(2))
+                try await postgres.start()
+
+                let report = try await load.value
+                #expect(report.refused > 0, "the load met the outage")
+                let deadline = ContinuousClock.now + .seconds(30)
+                while try await http.get("/readyz").status != 200, ContinuousClock.now < deadline {
+                    try await Task.sleep(for: .milliseconds(200))
+                }
+                #expect(try await http.get("/readyz").status == 200, "ready again without a restart")
+                try await lab.waitUntilDelivered(report.acknowledged, within: .seconds(60))
+                serve.signal(SIGTERM)
+                #expect(try await serve.wait() == 0)
+                #expect(try await lab.storedStatuses()["evt_during_outage"] == nil, "refused with 503, so not stored")
+                try await lab.expectNothingLost("postgres-restart", report)
+            }
+        }
+    }
+
+    @Test func aSubscriberDownForAWhileGetsEverythingInOrderWhenItIsBack() async throws {
+        try await FaultLab.run { lab in
+            let port = try freeLoopbackPort()
+            let serve = try await lab.serve(port: port)
+            try await lab.subscribe(through: port)
+            lab.subscriber.defaultAnswer = .status(503)
+            let report = try await pushLoad(ports: [port], provider: lab.provider, perUser: 6 * Self.scale)
+            try await Task.sleep(for: .seconds(2))  // down for a while: every first try fails
+            #expect(!lab.subscriber.deliveries.isEmpty)
+            lab.subscriber.clearDeliveries()
+            lab.subscriber.defaultAnswer = .ok
+            try await lab.waitUntilDelivered(report.acknowledged, within: .seconds(60))
+            serve.signal(SIGTERM)
+            #expect(try await serve.wait() == 0)
+            try await lab.expectNothingLost("subscriber-down", report)
+        }
+    }
+
+    /// One ingest process and two worker processes on one database: every item is worked by
+    /// one of them at a time, so a healthy subscriber gets each event exactly once, in order.
+    @Test func ingestAndTwoWorkerProcessesShareTheWorkWithoutDoingAnyTwice() async throws {
+        // Generous timeouts: a slow answer on a loaded machine must not turn into a retry here.
+        try await FaultLab.run(settings: ["ECHORELAY_ECHO_TIMEOUT": "5s", "ECHORELAY_DELIVERY_TIMEOUT": "5s",
+                                          "ECHORELAY_LEASE": "15s"]) { lab in
+            let ingestPort = try freeLoopbackPort()
+            let ingest = try await lab.serve(port: ingestPort, role: "ingest")
+            let workers = [try await lab.serve(port: try freeLoopbackPort(), role: "workers"),
+                           try await lab.serve(port: try freeLoopbackPort(), role: "workers")]
+            try await lab.subscribe(through: ingestPort)
+            let report = try await pushLoad(ports: [ingestPort], provider: lab.provider, perUser: 10 * Self.scale, pause: .zero)
+            try await lab.waitUntilDelivered(report.acknowledged, within: .seconds(60))
+            try await Task.sleep(for: .milliseconds(500))  // a second copy, if any, would come now
+            for process in [ingest] + workers { process.signal(SIGTERM) }
+            for process in [ingest] + workers { #expect(try await process.wait() == 0) }
+
+            let received = lab.subscriber.deliveries
+            #expect(received.count == report.acknowledged.count, "each event once: \(received.count) for \(report.acknowledged.count)")
+            #expect(lab.provider.requests.count == report.acknowledged.count, "each echo asked once")
+            let leased = try await lab.database.withClient { client in
+                var count = -1
+                for try await value in try await client.query(
+                    "SELECT count(*)::int FROM deliveries WHERE lease_owner IS NOT NULL"
+                ).decode(Int.self) { count = value }
+                return count
+            }
+            #expect(leased == 0, "no lease is left behind after a clean stop")
+            try await lab.expectNothingLost("ingest+2-workers", report)
+        }
+    }
+
+    /// SIGTERM with deliveries in flight: the process finishes or hands back what it holds and
+    /// exits in bounded time; another process takes the work at once, not after the lease.
+    @Test func sigtermReleasesWhatItHoldsAndExitsInBoundedTime() async throws {
+        try await FaultLab.run(settings: ["ECHORELAY_LEASE": "60s", "ECHORELAY_DELIVERY_TIMEOUT": "20s",
+                                          "ECHORELAY_SHUTDOWN_GRACE": "2s"]) { lab in
+            let port = try freeLoopbackPort()
+            let first = try await lab.serve(port: port)
+            try await lab.subscribe(through: port)
+            lab.subscriber.defaultAnswer = .hang(.seconds(30))  // every delivery stays in flight
+            let report = try await pushLoad(ports: [port], provider: lab.provider, perUser: 2)
+            _ = try await lab.subscriber.waitForDeliveries(count: FaultLab.users.count, within: .seconds(20))
+
+            let stopping = ContinuousClock.now
+            first.signal(SIGTERM)
+            #expect(try await first.wait(timeout: .seconds(30)) == 0)
+            let stopTook = ContinuousClock.now - stopping
+            #expect(stopTook < .seconds(12), "stopped in \(stopTook): the 2 s grace, not the 20 s delivery timeout")
+            let held = try await lab.database.withClient { client in
+                var count = 0
+                for try await value in try await client.query(
+                    "SELECT count(*)::int FROM deliveries WHERE status = 'pending' AND lease_owner IS NOT NULL"
+                ).decode(Int.self) { count = value }
+                return count
+            }
+            #expect(held == 0, "leases released at shutdown")
+
+            lab.subscriber.clearDeliveries()
+            lab.subscriber.defaultAnswer = .ok
+            let taking = ContinuousClock.now
+            let second = try await lab.serve(port: port)
+            try await lab.waitUntilDelivered(report.acknowledged, within: .seconds(20))
+            #expect(ContinuousClock.now - taking < .seconds(30), "taken over well before the 60 s lease")
+            second.signal(SIGTERM)
+            #expect(try await second.wait() == 0)
+            try await lab.expectNothingLost("sigterm", report)
+            print("FAULT sigterm: stop took \(stopTook)")
+        }
+    }
+}
