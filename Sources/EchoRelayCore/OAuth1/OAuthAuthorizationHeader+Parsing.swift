@@ -7,13 +7,14 @@ extension OAuthAuthorizationHeader {
     /// - The scheme is `OAuth` in any case, followed by a space.
     /// - Each parameter is `name="value"`, separated by commas with optional spaces or tabs
     ///   (empty list elements are allowed, as RFC 7230 §7 asks).
-    /// - Names and values are percent-decoded (§3.6); `realm` is kept as written and left out
-    ///   of ``parameters``.
+    /// - Names and values are percent-decoded (§3.6); `realm` (by its decoded name, in any case)
+    ///   is kept as written and left out of ``parameters``.
     ///
     /// Refused, with a reason that names at most the parameter: an empty header, another
     /// scheme, a repeated parameter, an unquoted value, a missing closing quote, a backslash
     /// (OAuth values are percent-encoded, never escaped), a malformed percent escape, bytes
-    /// that are not UTF-8 once decoded, text between parameters, and any control character or
+    /// that are not UTF-8 once decoded, text between parameters, a tab inside the realm (which
+    /// is printable ASCII, as ``realm`` promises), and any control character or
     /// non-ASCII byte — so a header that parses can be sent on as an HTTP header unchanged.
     public static func parse(_ header: String) throws(OAuthHeaderError) -> OAuthAuthorizationHeader {
         var parser = Parser(bytes: Array(header.utf8))
@@ -97,18 +98,24 @@ private struct Parser {
         let rawValue = bytes[valueStart..<index]
         index += 1
 
-        if String(decoding: rawName, as: UTF8.self).lowercased() == "realm" {
-            guard realm == nil else { throw OAuthHeaderError("realm appears more than once") }
-            realm = String(decoding: rawValue, as: UTF8.self)
-            return
-        }
         let name: String
-        let value: String
         do throws(OAuth1.PercentDecodingFailure) {
             name = try OAuth1.percentDecode(rawName, plusIsSpace: false)
         } catch {
             throw OAuthHeaderError("the name of parameter \(position) \(error.explanation)")
         }
+        // Known by its decoded name, so that no spelling of it (`re%61lm`) lands among the parameters.
+        if name.lowercased() == "realm" {
+            guard realm == nil else { throw OAuthHeaderError("realm appears more than once") }
+            let text = String(decoding: rawValue, as: UTF8.self)
+            // Quotes, backslashes, controls and non-ASCII bytes are refused above; a tab is what is left.
+            guard OAuthAuthorizationHeader.isValidRealm(text) else {
+                throw OAuthHeaderError("the realm has a tab; a realm is printable ASCII")
+            }
+            realm = text
+            return
+        }
+        let value: String
         do throws(OAuth1.PercentDecodingFailure) {
             value = try OAuth1.percentDecode(rawValue, plusIsSpace: false)
         } catch {
