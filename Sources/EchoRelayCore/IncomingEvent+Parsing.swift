@@ -11,6 +11,8 @@ extension IncomingEvent {
         let document: JSONValue
         do {
             document = try JSONValue.parse(body)
+        } catch let tooDeep as JSONValue.TooDeep {
+            throw .malformed("the body is not accepted: \(tooDeep)")
         } catch {
             throw .malformed("the body is not valid JSON")
         }
