@@ -41,7 +41,7 @@ public struct ReplayWorker: Service, CustomStringConvertible {
             var failures = 0
             while !Task.isCancelled, !stopping.isSet {
                 do {
-                    guard let created = try await store.advanceReplays(limit: batchSize) else {
+                    guard let created = try await unlessStopped({ stopping.isSet }, { try await store.advanceReplays(limit: batchSize) }) else {
                         await wake.wait(upTo: pollInterval)
                         continue
                     }
@@ -51,6 +51,8 @@ public struct ReplayWorker: Service, CustomStringConvertible {
                         // Pace by what was created: `created` deliveries take created/rate seconds.
                         try? await Task.sleep(for: .seconds(Double(created) / Double(rate)))
                     }
+                } catch is CancellationError where stopping.isSet {
+                    break
                 } catch {
                     failures += 1
                     logger.error("advancing a replay failed", metadata: ["error": "\(error)"])

@@ -25,7 +25,7 @@ struct WorkLoop: Sendable {
                 let free = concurrency - inFlight.value
                 if free > 0 {
                     do {
-                        let items = try await claim(free)
+                        let items = try await unlessStopped(stopped) { try await claim(free) }
                         failures = 0
                         for item in items {
                             inFlight.add(1)
@@ -36,6 +36,8 @@ struct WorkLoop: Sendable {
                             }
                         }
                         if items.count == free { continue }  // there may be more due right now
+                    } catch is CancellationError where stopped() {
+                        break
                     } catch {
                         failures += 1
                         logger.error("claiming work failed", metadata: ["error": "\(error)"])
@@ -54,6 +56,24 @@ struct WorkLoop: Sendable {
                 group.cancelAll()
             }
         }
+    }
+}
+
+/// Runs `work` unless `stopped()` turns true first, in which case `work` is cancelled and
+/// this throws `CancellationError`. A store call waiting for a database that is away would
+/// otherwise hold a graceful stop until the database came back.
+func unlessStopped<Result: Sendable>(
+    _ stopped: @escaping @Sendable () -> Bool, _ work: @escaping @Sendable () async throws -> Result
+) async throws -> Result {
+    try await withThrowingTaskGroup(of: Result?.self) { group in
+        group.addTask { try await work() }
+        group.addTask {
+            while !stopped() { try await Task.sleep(for: .milliseconds(100)) }
+            return nil
+        }
+        defer { group.cancelAll() }
+        guard let result = try await group.next() ?? nil else { throw CancellationError() }
+        return result
     }
 }
 

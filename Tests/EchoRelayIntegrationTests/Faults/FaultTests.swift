@@ -81,6 +81,26 @@ import Glibc
         }
     }
 
+    /// A stop asked for while the database is away still ends the process: workers waiting
+    /// for a connection give up instead of holding the stop until the database is back.
+    @Test func sigtermWhileTheDatabaseIsAwayStillExits() async throws {
+        try await PrivatePostgres.withServer { postgres in
+            try await FaultLab.run(database: postgres.database) { lab in
+                let port = try freeLoopbackPort()
+                let serve = try await lab.serve(port: port)
+                try await postgres.stop()
+                try await Task.sleep(for: .seconds(1))
+                let stopping = ContinuousClock.now
+                serve.signal(SIGTERM)
+                #expect(try await serve.wait(timeout: .seconds(30)) == 0)
+                let stopTook = ContinuousClock.now - stopping
+                #expect(stopTook < .seconds(15), "stopped in \(stopTook)")
+                print("FAULT sigterm-database-away: stop took \(stopTook)")
+                try await postgres.start()  // so that the lab can clean up
+            }
+        }
+    }
+
     @Test func aSubscriberDownForAWhileGetsEverythingInOrderWhenItIsBack() async throws {
         try await FaultLab.run { lab in
             let port = try freeLoopbackPort()
