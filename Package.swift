@@ -153,8 +153,8 @@ let package = Package(
         ),
         .testTarget(
             name: "EchoRelayCoreTests",
-            // TestSupport only for ProcessLauncher: every child process of the one test bundle
-            // must be launched through the same lock.
+            // TestSupport for Spawned: every child process of the test bundle starts through it,
+            // not Foundation's Process (see Spawned).
             dependencies: ["EchoRelayCore", "TestSupport"],
             swiftSettings: swiftSettings
         ),

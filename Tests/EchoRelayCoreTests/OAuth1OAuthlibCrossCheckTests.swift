@@ -83,22 +83,13 @@ import TestSupport
                 headers.append(signed["Authorization"])
             json.dump(headers, sys.stdout)
             """
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", "-c", script]
-        let input = Pipe(), output = Pipe(), errors = Pipe()
-        process.standardInput = input
-        process.standardOutput = output
-        process.standardError = errors
-        try ProcessLauncher.run(process)
-        input.fileHandleForWriting.write(try JSONEncoder().encode(cases))
-        try input.fileHandleForWriting.close()
-        let stdout = output.fileHandleForReading.readDataToEndOfFile()
-        let stderr = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
+        let run = try Spawned("/usr/bin/env", ["python3", "-c", script], input: try JSONEncoder().encode(cases))
+        run.waitUntilExit()
+        let stdout = run.standardOutput
+        let stderr = String(decoding: run.standardError, as: UTF8.self)
 
         let install = "`python3 -m pip install -r scripts/python-requirements.txt`"
-        switch process.terminationStatus {
+        switch run.status ?? -1 {
         case 0:
             return try JSONDecoder().decode([String].self, from: stdout)
         case 127:
@@ -106,7 +97,7 @@ import TestSupport
         case 3:
             throw CrossCheckSetupError("the Python package oauthlib is missing: run \(install)")
         default:
-            throw CrossCheckSetupError("python3 failed (status \(process.terminationStatus)): \(stderr)")
+            throw CrossCheckSetupError("python3 failed (status \(run.status ?? -1)): \(stderr)")
         }
     }
 }

@@ -185,48 +185,22 @@ import TestSupport
     }
 
     /// Runs `python3 -c script` with `input` on standard input and returns its standard output.
-    /// Standard input, output and error go through temporary files, so no pipe can fill up or
-    /// break. The script exits with status 3 when `package` cannot be imported.
+    /// The script exits with status 3 when `package` cannot be imported.
     static func runPython(_ script: String, input: Data, package: String) throws -> Data {
-        let directory = FileManager.default.temporaryDirectory
-            .appendingPathComponent("echorelay-python-\(UUID().uuidString)", isDirectory: true)
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let inputURL = directory.appendingPathComponent("stdin")
-        let outputURL = directory.appendingPathComponent("stdout")
-        let errorURL = directory.appendingPathComponent("stderr")
-        try input.write(to: inputURL)
-        try Data().write(to: outputURL)
-        try Data().write(to: errorURL)
-        let stdin = try FileHandle(forReadingFrom: inputURL)
-        let stdout = try FileHandle(forWritingTo: outputURL)
-        let stderr = try FileHandle(forWritingTo: errorURL)
-        defer {
-            try? stdin.close()
-            try? stdout.close()
-            try? stderr.close()
-        }
-
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", "-c", script]
-        process.standardInput = stdin
-        process.standardOutput = stdout
-        process.standardError = stderr
-        try ProcessLauncher.run(process)
-        process.waitUntilExit()
+        let run = try Spawned("/usr/bin/env", ["python3", "-c", script], input: input)
+        run.waitUntilExit()
 
         let install = "`python3 -m pip install -r scripts/python-requirements.txt`"
-        let errors = String(decoding: try Data(contentsOf: errorURL), as: UTF8.self)
-        switch process.terminationStatus {
+        let errors = String(decoding: run.standardError, as: UTF8.self)
+        switch run.status ?? -1 {
         case 0:
-            return try Data(contentsOf: outputURL)
+            return run.standardOutput
         case 127:
             throw CrossCheckSetupError("python3 was not found on PATH: install Python 3, then run \(install)")
         case 3:
             throw CrossCheckSetupError("the Python package \(package) is missing: run \(install)")
         default:
-            throw CrossCheckSetupError("python3 failed (status \(process.terminationStatus)): \(errors)")
+            throw CrossCheckSetupError("python3 failed (status \(run.status ?? -1)): \(errors)")
         }
     }
 }

@@ -41,7 +41,7 @@ import Glibc
             environment["ECHORELAY_ECHO_ALLOWED_HOSTS"] = "api.digits.com"
         }
         let child = try ChildProcess(demo ? ["serve", "--demo"] : ["serve"], environment: environment)
-        defer { if child.process.isRunning { child.signal(SIGKILL) } }
+        defer { if child.isRunning { child.signal(SIGKILL) } }
         let http = HTTPTestClient(port: port)
         try await child.waitUntilAnswering(http)
         try await body(Server(port: port, http: http, environment: [

@@ -397,67 +397,34 @@ import TestSupport
     /// Runs `python3 scripts/openapi-check ARGS` to the end without blocking a thread of the
     /// concurrency pool (a live server in this process answers its requests meanwhile).
     static func openAPICheck(_ arguments: [String], input: Data = Data(), timeout: Duration) async throws -> (Int32, Data, String) {
-        let run = try PythonRun(arguments, input: input)
-        defer { run.cleanUp() }
-        let deadline = ContinuousClock.now + timeout
-        while run.process.isRunning {
-            if ContinuousClock.now > deadline {
-                run.process.terminate()
-                throw TestSetupError("scripts/openapi-check \(arguments.first ?? "") did not finish within \(timeout)")
-            }
-            try await Task.sleep(for: .milliseconds(100))
+        let run = try pythonCheck(arguments, input: input)
+        do {
+            try await run.wait(timeout: timeout)
+        } catch {
+            throw TestSetupError("scripts/openapi-check \(arguments.first ?? "") did not finish within \(timeout)")
         }
-        return try run.result()
+        return try result(of: run)
     }
 
     /// The same, for quick commands that need no server in this process.
     static func runOpenAPICheck(_ arguments: [String], input: Data = Data()) throws -> (Int32, Data, String) {
-        let run = try PythonRun(arguments, input: input)
-        defer { run.cleanUp() }
-        run.process.waitUntilExit()
-        return try run.result()
+        let run = try pythonCheck(arguments, input: input)
+        run.waitUntilExit()
+        return try result(of: run)
     }
 
-    /// One run of the script; standard input, output and error go through temporary files, so
-    /// no pipe can fill up.
-    final class PythonRun {
-        let process = Process()
-        let directory: URL
-        let handles: [FileHandle]
+    private static func pythonCheck(_ arguments: [String], input: Data) throws -> Spawned {
+        try Spawned("/usr/bin/env", ["python3", root.appendingPathComponent("scripts/openapi-check").path] + arguments,
+                    workingDirectory: root.path, input: input)
+    }
 
-        init(_ arguments: [String], input: Data) throws {
-            directory = FileManager.default.temporaryDirectory.appendingPathComponent("echorelay-openapi-\(UUID().uuidString)")
-            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-            try input.write(to: directory.appendingPathComponent("stdin"))
-            try Data().write(to: directory.appendingPathComponent("stdout"))
-            try Data().write(to: directory.appendingPathComponent("stderr"))
-            let stdin = try FileHandle(forReadingFrom: directory.appendingPathComponent("stdin"))
-            let stdout = try FileHandle(forWritingTo: directory.appendingPathComponent("stdout"))
-            let stderr = try FileHandle(forWritingTo: directory.appendingPathComponent("stderr"))
-            handles = [stdin, stdout, stderr]
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-            process.arguments = ["python3", OpenAPITests.root.appendingPathComponent("scripts/openapi-check").path] + arguments
-            process.currentDirectoryURL = OpenAPITests.root
-            process.standardInput = stdin
-            process.standardOutput = stdout
-            process.standardError = stderr
-            try ProcessLauncher.run(process)
-        }
-
-        func result() throws -> (Int32, Data, String) {
-            let output = try Data(contentsOf: directory.appendingPathComponent("stdout"))
-            let errors = String(decoding: try Data(contentsOf: directory.appendingPathComponent("stderr")), as: UTF8.self)
-            let install = "`python3 -m pip install -r scripts/python-requirements.txt`"
-            switch process.terminationStatus {
-            case 127: throw TestSetupError("python3 was not found on PATH: install Python 3, then run \(install)")
-            case 3: throw TestSetupError("a Python package scripts/openapi-check needs is missing: run \(install)\n\(errors)")
-            default: return (process.terminationStatus, output, errors)
-            }
-        }
-
-        func cleanUp() {
-            for handle in handles { try? handle.close() }
-            try? FileManager.default.removeItem(at: directory)
+    private static func result(of run: Spawned) throws -> (Int32, Data, String) {
+        let errors = String(decoding: run.standardError, as: UTF8.self)
+        let install = "`python3 -m pip install -r scripts/python-requirements.txt`"
+        switch run.status {
+        case 127: throw TestSetupError("python3 was not found on PATH: install Python 3, then run \(install)")
+        case 3: throw TestSetupError("a Python package scripts/openapi-check needs is missing: run \(install)\n\(errors)")
+        default: return (run.status ?? -1, run.standardOutput, errors)
         }
     }
 }

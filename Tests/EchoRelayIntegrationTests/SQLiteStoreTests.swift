@@ -49,22 +49,20 @@ import Glibc
             // The shell opens the file, locks it with flock(1) on that descriptor, says so, and
             // becomes `sleep`, which keeps the descriptor and so the lock, like a process that
             // hangs. (flock FILE sleep would leave the lock with `sleep` when flock is killed.)
-            let holder = Process()
-            holder.executableURL = URL(fileURLWithPath: "/bin/sh")
-            holder.arguments = ["-c", #"exec 9<>"$0" && flock -x 9 && echo locked && exec sleep 30"#, path]
-            let output = Pipe()
-            holder.standardOutput = output
-            try ProcessLauncher.run(holder)
-            defer { if holder.isRunning { kill(holder.processIdentifier, SIGKILL) } }
-            let line = await Task.detached { String(decoding: output.fileHandleForReading.availableData, as: UTF8.self) }.value
-            #expect(line.contains("locked"))
+            let holder = try Spawned("/bin/sh", ["-c", #"exec 9<>"$0" && flock -x 9 && echo locked && exec sleep 30"#, path])
+            defer { holder.signal(SIGKILL) }
+            let deadline = ContinuousClock.now + .seconds(10)
+            while !String(decoding: holder.standardOutput, as: UTF8.self).contains("locked"), ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            #expect(String(decoding: holder.standardOutput, as: UTF8.self).contains("locked"))
 
             await #expect(throws: SQLiteStoreError.locked(path: path)) {
                 try await SQLiteEventStore.open(path: path, logger: TestLogger.quiet)
             }
 
-            kill(holder.processIdentifier, SIGKILL)
-            holder.waitUntilExit()
+            holder.signal(SIGKILL)
+            try await holder.wait()
             let store = try await SQLiteEventStore.open(path: path, logger: TestLogger.quiet)
             try await store.close()
         }

@@ -16,43 +16,10 @@ import Glibc
     }
 
     /// Runs `echorelay` against `server` with `input` on its standard input, as the right
-    /// side of a shell pipe gets it. (ChildProcess gives a child the test's own input.)
+    /// side of a shell pipe gets it.
     static func cli(_ arguments: [String], _ server: LiveServer, token: String = LiveServer.adminToken, input: Data) async throws -> Result {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("echorelay-cli-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let stdinURL = directory.appendingPathComponent("stdin")
-        let stdoutURL = directory.appendingPathComponent("stdout")
-        let stderrURL = directory.appendingPathComponent("stderr")
-        try input.write(to: stdinURL)
-        for url in [stdoutURL, stderrURL] { try Data().write(to: url) }
-
-        let process = Process()
-        process.executableURL = ChildProcess.echorelayBinary
-        process.arguments = arguments
-        var environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("ECHORELAY_") }
-        environment["ECHORELAY_URL"] = server.http.baseURL
-        environment["ECHORELAY_TOKEN"] = token
-        process.environment = environment
-        let stdin = try FileHandle(forReadingFrom: stdinURL)
-        let stdout = try FileHandle(forWritingTo: stdoutURL)
-        let stderr = try FileHandle(forWritingTo: stderrURL)
-        defer { for handle in [stdin, stdout, stderr] { try? handle.close() } }
-        process.standardInput = stdin
-        process.standardOutput = stdout
-        process.standardError = stderr
-        try ProcessLauncher.run(process)
-
-        let deadline = ContinuousClock.now + .seconds(30)
-        while process.isRunning {
-            if ContinuousClock.now > deadline {
-                kill(process.processIdentifier, SIGKILL)
-                throw TestSetupError("echorelay \(arguments) did not exit within 30 s")
-            }
-            try await Task.sleep(for: .milliseconds(50))
-        }
-        return (process.terminationStatus, String(decoding: try Data(contentsOf: stdoutURL), as: UTF8.self),
-                String(decoding: try Data(contentsOf: stderrURL), as: UTF8.self))
+        try await ChildProcess.run(arguments, environment: ["ECHORELAY_URL": server.http.baseURL, "ECHORELAY_TOKEN": token],
+                                   input: input)
     }
 
     /// A file in a fresh temporary directory, holding `text`.

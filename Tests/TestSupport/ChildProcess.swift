@@ -4,14 +4,10 @@ import Synchronization
 import Glibc
 #endif
 
-/// The `echorelay` executable built beside the test bundle, run as a real child process.
-public final class ChildProcess: @unchecked Sendable {
-    // @unchecked: `process` and the pipes are set up in init and only read afterwards;
-    // Process is safe to query from any thread, and the captured output sits behind a Mutex.
-    public let process = Process()
-    private let stdoutPipe = Pipe()
-    private let stderrPipe = Pipe()
-    private let captured = CapturedOutput()
+/// The `echorelay` executable built beside the test bundle (or another program), run as a
+/// real child process.
+public final class ChildProcess: Sendable {
+    private let child: Spawned
 
     public static var echorelayBinary: URL {
         let besideTests = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
@@ -21,54 +17,33 @@ public final class ChildProcess: @unchecked Sendable {
             .appendingPathComponent("../../.build/debug/echorelay").standardized
     }
 
-    /// Runs the built `echorelay` with `arguments`, or another `executable`.
+    /// Runs the built `echorelay` with `arguments`, or another `executable`, with this
+    /// process's environment less its `ECHORELAY_*` settings, plus `environment`.
     public init(_ arguments: [String], environment: [String: String] = [:], workingDirectory: URL? = nil,
-                executable: URL? = nil) throws {
-        process.executableURL = executable ?? Self.echorelayBinary
-        if let workingDirectory { process.currentDirectoryURL = workingDirectory }
-        process.arguments = arguments
+                executable: URL? = nil, input: Data = Data()) throws {
         var env = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("ECHORELAY_") }
         env.merge(environment) { _, new in new }
-        process.environment = env
-        process.standardOutput = stdoutPipe
-        process.standardError = stderrPipe
-        // Drain both pipes as output arrives: a child that fills a pipe nobody reads blocks.
-        stdoutPipe.fileHandleForReading.readabilityHandler = { [captured] handle in
-            let data = handle.availableData
-            captured.output.withLock { $0.stdout.append(data) }
-        }
-        stderrPipe.fileHandleForReading.readabilityHandler = { [captured] handle in
-            let data = handle.availableData
-            captured.output.withLock { $0.stderr.append(data) }
-        }
-        try ProcessLauncher.run(process)
+        child = try Spawned((executable ?? Self.echorelayBinary).path, arguments, environment: env,
+                            workingDirectory: workingDirectory?.path, input: input)
     }
+
+    public var isRunning: Bool { child.isRunning }
 
     /// Waits for the process to exit, killing it after `timeout`.
     @discardableResult
     public func wait(timeout: Duration = .seconds(30)) async throws -> Int32 {
-        let deadline = ContinuousClock.now + timeout
-        while process.isRunning {
-            if ContinuousClock.now > deadline {
-                kill(process.processIdentifier, SIGKILL)
-                throw TestSetupError("echorelay \(process.arguments ?? []) did not exit within \(timeout)")
-            }
-            try await Task.sleep(for: .milliseconds(50))
-        }
-        // Let the readability handlers take the last bytes before the pipes are read.
-        try await Task.sleep(for: .milliseconds(100))
-        return process.terminationStatus
+        try await child.wait(timeout: timeout)
     }
 
     public func signal(_ signal: Int32) {
-        kill(process.processIdentifier, signal)
+        child.signal(signal)
     }
 
     /// Waits until a `serve` child answers `/healthz`, failing early if it exits.
     public func waitUntilAnswering(_ http: HTTPTestClient, within limit: Duration = .seconds(30)) async throws {
         let deadline = ContinuousClock.now + limit
         while ContinuousClock.now < deadline {
-            guard process.isRunning else { throw TestSetupError("serve exited early: \(standardError)") }
+            guard child.isRunning else { throw TestSetupError("serve exited early: \(standardError)") }
             if (try? await http.get("/healthz"))?.status == 200 { return }
             try await Task.sleep(for: .milliseconds(100))
         }
@@ -77,14 +52,14 @@ public final class ChildProcess: @unchecked Sendable {
     }
 
     /// Everything the process has written so far (all of it, once it has exited).
-    public var standardOutput: String { String(decoding: captured.output.withLock { $0.stdout }, as: UTF8.self) }
-    public var standardError: String { String(decoding: captured.output.withLock { $0.stderr }, as: UTF8.self) }
+    public var standardOutput: String { String(decoding: child.standardOutput, as: UTF8.self) }
+    public var standardError: String { String(decoding: child.standardError, as: UTF8.self) }
 
     /// Runs a command to completion and returns its exit status and output.
     public static func run(
-        _ arguments: [String], environment: [String: String] = [:], workingDirectory: URL? = nil
+        _ arguments: [String], environment: [String: String] = [:], workingDirectory: URL? = nil, input: Data = Data()
     ) async throws -> (status: Int32, stdout: String, stderr: String) {
-        let child = try ChildProcess(arguments, environment: environment, workingDirectory: workingDirectory)
+        let child = try ChildProcess(arguments, environment: environment, workingDirectory: workingDirectory, input: input)
         let status = try await child.wait()
         return (status, child.standardOutput, child.standardError)
     }
@@ -121,21 +96,4 @@ private func bindLoopback(_ fd: Int32) throws -> Int {
         $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
     }
     return Int(UInt16(bigEndian: address.sin_port))
-}
-
-/// What a child process wrote, appended from the pipes' handlers.
-final class CapturedOutput: Sendable {
-    let output = Mutex((stdout: Data(), stderr: Data()))
-}
-
-/// Launches child processes one at a time. Foundation's Process.run() on Linux is not safe to
-/// call from several threads at once (fresh-clone CI runs crashed in its memmove while tests
-/// launched children in parallel), so every launch in the test bundle takes this one lock;
-/// the children still run in parallel.
-public enum ProcessLauncher {
-    private static let launching = Mutex(())
-
-    public static func run(_ process: Process) throws {
-        try launching.withLock { _ in try process.run() }
-    }
 }
