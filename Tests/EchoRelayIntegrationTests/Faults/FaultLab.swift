@@ -61,12 +61,14 @@ struct FaultLab: Sendable {
         return process
     }
 
-    /// Creates the ordered subscription to every event type and gives its secret to the subscriber.
-    func subscribe(through port: Int) async throws {
+    /// Creates the subscription to every event type (ordered unless said otherwise) and gives
+    /// its secret to the subscriber.
+    func subscribe(through port: Int, ordered: Bool = true) async throws {
         let answer = try await HTTPTestClient(port: port).send(
             .POST, "/v1/subscriptions", headers: [("Authorization", "Bearer \(LiveServer.adminToken)"), ("Content-Type", "application/json")],
             body: Array(try JSONSerialization.data(withJSONObject: [
                 "url": subscriber.url(), "event_types": ["token.rotated", "phone.changed", "account.deactivated"],
+                "ordered": ordered,
             ]))
         )
         subscriber.setSecrets([try #require(answer.json?["secret"] as? String)])

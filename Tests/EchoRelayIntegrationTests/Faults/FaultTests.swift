@@ -151,6 +151,38 @@ import Glibc
         }
     }
 
+    /// The same backlog drained by one, two and three worker processes, each allowed two
+    /// deliveries and two echo requests at a time, against a subscriber that takes 50 ms to
+    /// answer: the work is shared, so the drain rate grows with the processes. Prints the
+    /// figures; asserts only that every event arrives exactly once (speed is not asserted).
+    @Test func theDrainRateGrowsWithWorkerProcesses() async throws {
+        for workerCount in 1...3 {
+            try await FaultLab.run(settings: [
+                "ECHORELAY_VERIFY_CONCURRENCY": "2", "ECHORELAY_DELIVERY_CONCURRENCY": "2",
+                "ECHORELAY_ECHO_TIMEOUT": "5s", "ECHORELAY_DELIVERY_TIMEOUT": "5s", "ECHORELAY_LEASE": "15s",
+            ]) { lab in
+                let ingestPort = try freeLoopbackPort()
+                let ingest = try await lab.serve(port: ingestPort, role: "ingest")
+                try await lab.subscribe(through: ingestPort, ordered: false)
+                lab.subscriber.defaultAnswer = .hang(.milliseconds(50))
+                let report = try await pushLoad(ports: [ingestPort], provider: lab.provider, perUser: 30 * Self.scale, pause: .zero)
+
+                let started = ContinuousClock.now
+                var workers: [ChildProcess] = []
+                for _ in 0..<workerCount { workers.append(try await lab.serve(port: try freeLoopbackPort(), role: "workers")) }
+                try await lab.waitUntilDelivered(report.acknowledged, within: .seconds(120))
+                let took = ContinuousClock.now - started
+                for process in [ingest] + workers { process.signal(SIGTERM) }
+                for process in [ingest] + workers { #expect(try await process.wait() == 0) }
+
+                #expect(lab.subscriber.deliveries.count == report.acknowledged.count, "each event once")
+                let seconds = Double(took.components.seconds) + Double(took.components.attoseconds) / 1e18
+                print("FAULT throughput workers=\(workerCount): \(report.acknowledged.count) events verified and delivered in "
+                      + String(format: "%.2f s (%.0f events/s, process starts included)", seconds, Double(report.acknowledged.count) / seconds))
+            }
+        }
+    }
+
     /// SIGTERM with deliveries in flight: the process finishes or hands back what it holds and
     /// exits in bounded time; another process takes the work at once, not after the lease.
     @Test func sigtermReleasesWhatItHoldsAndExitsInBoundedTime() async throws {
