@@ -31,44 +31,21 @@ struct AuditCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Only entries about this target: an event, replay, subscription or token id.", valueName: "id"))
     var target: String?
 
-    @Option(help: ArgumentHelp("Only entries at or after this time: \(TimeArgument.help).", valueName: "time"))
-    var since: String?
-
-    @Option(help: ArgumentHelp("Only entries before this time: \(TimeArgument.help).", valueName: "time"))
-    var until: String?
-
-    @Option(help: "Entries per request, 1–100. (default: the server's, 50)")
-    var limit: Int?
-
-    @Option(help: "Start from this page: the next_cursor of an earlier --json answer.")
-    var cursor: String?
-
-    @Flag(help: "Follow the pages to the end instead of stopping after the first.")
-    var all = false
+    @OptionGroup var paging: PageOptions
 
     @OptionGroup var client: ClientOptions
 
     /// The table's reasons are cut here; --json keeps them whole.
     static let reasonWidth = 60
-
-    func validate() throws {
-        try TimeArgument.validate(since, flag: "--since")
-        try TimeArgument.validate(until, flag: "--until")
-        if let limit, !(1...100).contains(limit) { throw ValidationError("--limit must be 1–100, got \(limit)") }
-    }
-
     func run() async throws {
         try await client.run { api in
             var query: [(String, String)] = []
             if let action { query.append(("action", action)) }
             if let actor { query.append(("actor", actor)) }
             if let target { query.append(("target", target)) }
-            if let since = TimeArgument.value(since) { query.append(("since", since)) }
-            if let until = TimeArgument.value(until) { query.append(("until", until)) }
-            if let limit { query.append(("limit", String(limit))) }
             let pages: Pages
             do throws(ClientError) {
-                pages = try await Pages.fetch(api, ["v1", "audit"], query: query, cursor: cursor, all: all)
+                pages = try await paging.fetch(api, ["v1", "audit"], filters: query)
             } catch {
                 // The shared hint names the support role, which is not enough here.
                 guard error.status == 403 else { throw error }
@@ -80,9 +57,7 @@ struct AuditCommand: AsyncParsableCommand {
 
             let entries = try pages.items(AuditPage.self, \.entries)
             print(entries.isEmpty ? "no audit entries match" : Self.table(entries))
-            if let next = pages.nextCursor {
-                writeToStandardError("more entries: --all lists every page, or --cursor \(next) the next one")
-            }
+            pages.hintMore("entries")
         }
     }
 

@@ -38,45 +38,20 @@ struct EventsCommand: AsyncParsableCommand {
         @Option(help: ArgumentHelp("Only events with this status: pending, verified, rejected or unverifiable. Repeatable.", valueName: "status"))
         var status: [String] = []
 
-        @Option(help: ArgumentHelp("Only events received at or after this time: \(TimeArgument.help).", valueName: "time"))
-        var since: String?
-
-        @Option(help: ArgumentHelp("Only events received before this time: \(TimeArgument.help).", valueName: "time"))
-        var until: String?
-
-        @Option(help: "Events per request, 1–100. (default: the server's, 50)")
-        var limit: Int?
-
-        @Option(help: "Start from this page: the next_cursor of an earlier --json answer.")
-        var cursor: String?
-
-        @Flag(help: "Follow the pages to the end instead of stopping after the first.")
-        var all = false
+        @OptionGroup var paging: PageOptions
 
         @OptionGroup var client: ClientOptions
-
-        func validate() throws {
-            try TimeArgument.validate(since, flag: "--since")
-            try TimeArgument.validate(until, flag: "--until")
-            if let limit, !(1...100).contains(limit) { throw ValidationError("--limit must be 1–100, got \(limit)") }
-        }
-
         func run() async throws {
             try await client.run { api in
                 var query: [(String, String)] = []
                 if !type.isEmpty { query.append(("type", type.joined(separator: ","))) }
                 if !status.isEmpty { query.append(("status", status.joined(separator: ","))) }
-                if let since = TimeArgument.value(since) { query.append(("since", since)) }
-                if let until = TimeArgument.value(until) { query.append(("until", until)) }
-                if let limit { query.append(("limit", String(limit))) }
-                let pages = try await Pages.fetch(api, ["v1", "users", user, "events"], query: query, cursor: cursor, all: all)
+                let pages = try await paging.fetch(api, ["v1", "users", user, "events"], filters: query)
                 if client.json { return printJSON(try pages.json(listKey: "events")) }
 
                 let events = try pages.items(EventPage.self, \.events)
                 print(events.isEmpty ? "no events for user \(user) match" : Self.table(events))
-                if let next = pages.nextCursor {
-                    writeToStandardError("more events: --all lists every page, or --cursor \(next) the next one")
-                }
+                pages.hintMore("events")
             }
         }
 

@@ -1,3 +1,4 @@
+import ArgumentParser
 import EchoRelayCore
 import Foundation
 
@@ -54,5 +55,47 @@ struct Pages {
         merged[listKey] = .array(items)
         merged["next_cursor"] = .null
         return JSONValue.object(merged).canonicalEncoding()
+    }
+}
+
+/// The options every list verb shares: a time window on when things happened, the page size,
+/// where to start, and whether to follow every page.
+struct PageOptions: ParsableArguments {
+    @Option(help: ArgumentHelp("Only those at or after this time (for events, when they were received): \(TimeArgument.help).",
+                               valueName: "time"))
+    var since: String?
+
+    @Option(help: ArgumentHelp("Only those before this time: \(TimeArgument.help).", valueName: "time"))
+    var until: String?
+
+    @Option(help: "Items per request, 1–100. (default: the server's, 50)")
+    var limit: Int?
+
+    @Option(help: "Start from this page: the next_cursor of an earlier --json answer.")
+    var cursor: String?
+
+    @Flag(help: "Follow the pages to the end instead of stopping after the first.")
+    var all = false
+
+    func validate() throws {
+        try TimeArgument.validate(since, flag: "--since")
+        try TimeArgument.validate(until, flag: "--until")
+        if let limit, !(1...100).contains(limit) { throw ValidationError("--limit must be 1–100, got \(limit)") }
+    }
+
+    /// Fetches `path` with `filters` and this window and page size.
+    func fetch(_ api: APIClient, _ path: [String], filters: [(String, String)]) async throws(ClientError) -> Pages {
+        var query = filters
+        if let since = TimeArgument.value(since) { query.append(("since", since)) }
+        if let until = TimeArgument.value(until) { query.append(("until", until)) }
+        if let limit { query.append(("limit", String(limit))) }
+        return try await Pages.fetch(api, path, query: query, cursor: cursor, all: all)
+    }
+}
+
+extension Pages {
+    /// On standard error, when a page was left unfetched: how to get the rest.
+    func hintMore(_ noun: String) {
+        if let nextCursor { writeToStandardError("more \(noun): --all lists every page, or --cursor \(nextCursor) the next one") }
     }
 }
