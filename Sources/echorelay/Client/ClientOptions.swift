@@ -31,19 +31,28 @@ struct ClientOptions: ParsableArguments {
 
     /// The base URL and the token, checked before any request.
     func settings() throws(ClientError) -> (baseURL: String, token: String) {
-        // Trimmed: a token pasted from a file often ends with a newline.
-        guard let token = Setting.value(token, "ECHORELAY_TOKEN")?.trimmingCharacters(in: .whitespacesAndNewlines),
-              !token.isEmpty else {
-            throw ClientError(
-                "no API token: set ECHORELAY_TOKEN (or pass --token)",
-                hint: "an operator creates one with: echorelay tokens create --role support --name \"…\""
-            )
-        }
+        let token = try Self.token(token, missing: ClientError(
+            "no API token: set ECHORELAY_TOKEN (or pass --token)",
+            hint: "an operator creates one with: echorelay tokens create --role support --name \"…\""
+        ))
+        return (try Self.baseURL(url), token)
+    }
+
+    /// The token from `flag` or ECHORELAY_TOKEN, trimmed (a token pasted from a file often
+    /// ends with a newline); `missing` when there is none. Never quoted in an error.
+    static func token(_ flag: String?, missing: ClientError) throws(ClientError) -> String {
+        guard let token = Setting.value(flag, "ECHORELAY_TOKEN")?.trimmingCharacters(in: .whitespacesAndNewlines),
+              !token.isEmpty else { throw missing }
         // Checked here, without quoting it: the HTTP client's own error would name the value.
         guard token.unicodeScalars.allSatisfy({ $0.isASCII && $0.value > 0x20 && $0.value < 0x7F }) else {
             throw ClientError("ECHORELAY_TOKEN / --token holds characters no token has (spaces, control or non-ASCII characters)")
         }
-        let text = Setting.value(url, "ECHORELAY_URL") ?? Self.defaultURL
+        return token
+    }
+
+    /// The server's base URL from `flag` or ECHORELAY_URL, without a trailing slash.
+    static func baseURL(_ flag: String?) throws(ClientError) -> String {
+        let text = Setting.value(flag, "ECHORELAY_URL") ?? defaultURL
         guard let parsed = URLComponents(string: text), let scheme = parsed.scheme?.lowercased(),
               scheme == "http" || scheme == "https", parsed.host?.isEmpty == false,
               parsed.query == nil, parsed.fragment == nil, parsed.user == nil, parsed.password == nil else {
@@ -53,7 +62,7 @@ struct ClientOptions: ParsableArguments {
         }
         var base = text
         while base.hasSuffix("/") { base.removeLast() }
-        return (base, token)
+        return base
     }
 }
 

@@ -96,16 +96,10 @@ struct DemoCommand: AsyncParsableCommand {
 
     /// Every setting, checked before anything starts. No message repeats a secret.
     func settings() throws(ClientError) -> DemoSettings {
-        guard let token = Setting.value(token, "ECHORELAY_TOKEN")?.trimmingCharacters(in: .whitespacesAndNewlines),
-              !token.isEmpty else {
-            throw ClientError(
-                "no API token: set ECHORELAY_TOKEN (or pass --token) to an admin token",
-                hint: "`echorelay serve --demo` prints one on the embedded store's first run (ECHORELAY_TOKEN=er_…); or an operator makes one: echorelay tokens create --role admin --name demo"
-            )
-        }
-        guard token.unicodeScalars.allSatisfy({ $0.isASCII && $0.value > 0x20 && $0.value < 0x7F }) else {
-            throw ClientError("ECHORELAY_TOKEN / --token holds characters no token has (spaces, control or non-ASCII characters)")
-        }
+        let token = try ClientOptions.token(token, missing: ClientError(
+            "no API token: set ECHORELAY_TOKEN (or pass --token) to an admin token",
+            hint: "`echorelay serve --demo` prints one on the embedded store's first run (ECHORELAY_TOKEN=er_…); or an operator makes one: echorelay tokens create --role admin --name demo"
+        ))
         guard let secretText = Setting.list(ingestSecret, "ECHORELAY_INGEST_SECRETS").first else {
             throw ClientError(
                 "no ingest secret: set ECHORELAY_INGEST_SECRETS (or pass --ingest-secret) to the server's whsec_… secret",
@@ -118,15 +112,7 @@ struct DemoCommand: AsyncParsableCommand {
         } catch {
             throw ClientError("ECHORELAY_INGEST_SECRETS / --ingest-secret: \(error.description)")
         }
-        let text = Setting.value(url, "ECHORELAY_URL") ?? ClientOptions.defaultURL
-        guard let parsed = URLComponents(string: text), let scheme = parsed.scheme?.lowercased(),
-              scheme == "http" || scheme == "https", parsed.host?.isEmpty == false,
-              parsed.query == nil, parsed.fragment == nil, parsed.user == nil, parsed.password == nil else {
-            let shown = text.contains("@") ? "" : ", got \"\(text)\""
-            throw ClientError("ECHORELAY_URL / --url must be http://host[:port] or https://host[:port], with no user, query or fragment\(shown)")
-        }
-        var base = text
-        while base.hasSuffix("/") { base.removeLast() }
+        let base = try ClientOptions.baseURL(url)
         return DemoSettings(baseURL: base, token: token, ingestSecret: secret, providerPort: providerPort,
                             subscriberPort: subscriberPort, users: users, json: json)
     }
