@@ -24,26 +24,8 @@ struct AuditController<Context: RequestContext>: Sendable {
         let limit = reader.limit()
         try reader.finish()
         query.limit = limit + 1
-        let entries = try await store.auditEntries(query)
-        let page = Array(entries.prefix(limit))
-        let next = entries.count > limit ? page.last.map { String($0.id) } : nil
-        return try JSONResponse.make(AuditListView(entries: page.map(AuditEntryView.init), nextCursor: next))
-    }
-}
-
-struct AuditListView: Encodable {
-    let entries: [AuditEntryView]
-    let nextCursor: String?
-
-    enum CodingKeys: String, CodingKey {
-        case entries
-        case nextCursor = "next_cursor"
-    }
-
-    func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(entries, forKey: .entries)
-        try container.encode(nextCursor, forKey: .nextCursor)
+        return try JSONResponse.make(PageView("entries", fetched: try await store.auditEntries(query), limit: limit,
+                                              cursor: { String($0.id) }, view: AuditEntryView.init))
     }
 }
 

@@ -27,9 +27,8 @@ struct DeadLettersController<Context: RequestContext>: Sendable {
         let limit = reader.limit()
         try reader.finish()
         let letters = try await store.deadLetters(filter, beforeID: cursor, limit: limit + 1)
-        let page = Array(letters.prefix(limit))
-        let next = letters.count > limit ? page.last.map { String($0.deliveryID) } : nil
-        return try JSONResponse.make(DeadLetterListView(deadLetters: page.map(DeadLetterView.init), nextCursor: next))
+        return try JSONResponse.make(PageView("dead_letters", fetched: letters, limit: limit,
+                                              cursor: { String($0.deliveryID) }, view: DeadLetterView.init))
     }
 
     @Sendable func redrive(_ request: Request, context: Context) async throws -> Response {
@@ -47,22 +46,6 @@ struct DeadLettersController<Context: RequestContext>: Sendable {
 struct RedriveView: Encodable {
     let matched: Int
     let dry_run: Bool
-}
-
-struct DeadLetterListView: Encodable {
-    let deadLetters: [DeadLetterView]
-    let nextCursor: String?
-
-    enum CodingKeys: String, CodingKey {
-        case deadLetters = "dead_letters"
-        case nextCursor = "next_cursor"
-    }
-
-    func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(deadLetters, forKey: .deadLetters)
-        try container.encode(nextCursor, forKey: .nextCursor)
-    }
 }
 
 struct DeadLetterView: Encodable {

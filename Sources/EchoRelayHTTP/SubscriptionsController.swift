@@ -72,9 +72,8 @@ struct SubscriptionsController<Context: RequestContext>: Sendable {
             throw Problem(.badRequest, slug: "invalid-query", title: "Invalid query", detail: "the cursor is not one this server gave",
                           errors: [FieldProblem(field: "cursor", reason: "is not a cursor this server gave")])
         }
-        return try JSONResponse.make(SubscriptionListView(
-            subscriptions: page.subscriptions.map { SubscriptionView($0) }, nextCursor: page.nextCursor
-        ))
+        return try JSONResponse.make(PageView("subscriptions", page.subscriptions.map { SubscriptionView($0) },
+                                              nextCursor: page.nextCursor))
     }
 
     @Sendable func show(_ request: Request, context: Context) async throws -> Response {
@@ -235,18 +234,3 @@ struct SubscriptionView: Encodable {
     }
 }
 
-struct SubscriptionListView: Encodable {
-    let subscriptions: [SubscriptionView]
-    let nextCursor: String?
-
-    enum CodingKeys: String, CodingKey {
-        case subscriptions
-        case nextCursor = "next_cursor"
-    }
-
-    func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(subscriptions, forKey: .subscriptions)
-        try container.encode(nextCursor, forKey: .nextCursor)
-    }
-}

@@ -36,13 +36,10 @@ struct SupportController<Context: RequestContext>: Sendable {
         query.limit = reader.limit()
         try reader.finish()
 
-        // One more than asked tells whether another page exists.
         let requested = query.limit
         query.limit += 1
-        let entries = try await store.timeline(query)
-        let page = Array(entries.prefix(requested))
-        let next = entries.count > requested ? page.last.map { String($0.event.sequence) } : nil
-        return try JSONResponse.make(TimelineView(events: page.map(TimelineEventView.init), nextCursor: next))
+        return try JSONResponse.make(PageView("events", fetched: try await store.timeline(query), limit: requested,
+                                              cursor: { String($0.event.sequence) }, view: TimelineEventView.init))
     }
 
     @Sendable func replay(_ request: Request, context: Context) async throws -> Response {
@@ -99,22 +96,6 @@ extension Problem {
             self.init(.conflict, slug: "not-unverifiable", title: "Event not unverifiable",
                       detail: "event \"\(eventID ?? "")\" is \(status.rawValue); only an unverifiable event can be re-verified")
         }
-    }
-}
-
-struct TimelineView: Encodable {
-    let events: [TimelineEventView]
-    let nextCursor: String?
-
-    enum CodingKeys: String, CodingKey {
-        case events
-        case nextCursor = "next_cursor"
-    }
-
-    func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(events, forKey: .events)
-        try container.encode(nextCursor, forKey: .nextCursor)  // null on the last page
     }
 }
 
