@@ -83,6 +83,20 @@ public struct SecretSealer: Sendable {
 
     /// The secret in `stored` when `sealer` may be absent (no key configured): plain text is
     /// read as is, and a sealed value then fails with `.noKey`.
+    /// `secret` as a store keeps it: sealed when there is a sealer, as it is otherwise.
+    public static func stored(_ secret: String, subscriptionID: String, with sealer: SecretSealer?) throws(SecretSealerError) -> String {
+        try sealer?.seal(secret, subscriptionID: subscriptionID) ?? secret
+    }
+
+    /// A delivery's signing secrets as a store keeps them, opened: the current one, then the previous.
+    public static func signingSecrets(
+        _ current: String, _ previous: String?, subscriptionID: String, with sealer: SecretSealer?
+    ) throws(SecretSealerError) -> [Secret] {
+        try ([current] + (previous.map { [$0] } ?? [])).map { stored throws(SecretSealerError) in
+            Secret(try open(stored, subscriptionID: subscriptionID, with: sealer))
+        }
+    }
+
     public static func open(_ stored: String, subscriptionID: String, with sealer: SecretSealer?) throws(SecretSealerError) -> String {
         guard isSealed(stored) else { return stored }
         let parts = stored.split(separator: ":", maxSplits: 2, omittingEmptySubsequences: false)

@@ -75,7 +75,7 @@ extension PostgresEventStore: DeliveryStore {
                 guard let type = EventType(rawValue: row.8) else { throw StoreError.unexpected("event \(row.1) has an unknown type") }
                 tasks.append(DeliveryTask(
                     deliveryID: row.0, eventID: row.1, subscriptionID: row.2, webhookID: row.3, url: row.5,
-                    secrets: try openSecrets(row.6, row.7, subscriptionID: row.2), attempts: row.4, type: type,
+                    secrets: try SecretSealer.signingSecrets(row.6, row.7, subscriptionID: row.2, with: sealer), attempts: row.4, type: type,
                     userID: row.9, sequence: row.10, occurredAt: row.11, verifiedAt: row.12, phoneNumber: row.13,
                     previousPhoneNumber: row.14, replay: row.15.flatMap { id in row.16.map { DeliveryReplay(id: id, at: $0) } }
                 ))

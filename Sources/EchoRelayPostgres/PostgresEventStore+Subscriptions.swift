@@ -33,7 +33,7 @@ extension PostgresEventStore: SubscriptionStore {
         let id = "sub_" + RandomID.make()
         let types = (fields.eventTypes ?? []).map(\.rawValue)
         let description = fields.description ?? nil
-        let stored = try sealed(secret, subscriptionID: id)
+        let stored = try SecretSealer.stored(secret, subscriptionID: id, with: sealer)
         let created = try await oneSubscription("""
             INSERT INTO subscriptions (id, owner_token_id, url, event_types, description, ordered, secret)
             VALUES (\(id), \(ownerTokenID), \(fields.url ?? ""), \(types), \(description), \(fields.ordered ?? true), \(stored))
@@ -125,7 +125,7 @@ extension PostgresEventStore: SubscriptionStore {
 
     public func rotateSubscriptionSecret(id: String, newSecret: String, overlap: Duration) async throws -> Subscription? {
         // The previous secret moves as it is stored: sealed or not, it belongs to the same row.
-        let stored = try sealed(newSecret, subscriptionID: id)
+        let stored = try SecretSealer.stored(newSecret, subscriptionID: id, with: sealer)
         return try await oneSubscription("""
             UPDATE subscriptions
             SET previous_secret = secret, previous_secret_expires_at = now() + make_interval(secs => \(overlap.seconds)),
@@ -137,18 +137,6 @@ extension PostgresEventStore: SubscriptionStore {
 }
 
 extension PostgresEventStore {
-    /// `secret` as the row stores it: sealed when the store has a sealer.
-    func sealed(_ secret: String, subscriptionID: String) throws -> String {
-        try sealer?.seal(secret, subscriptionID: subscriptionID) ?? secret
-    }
-
-    /// The signing secrets of a claimed delivery, opened: the current one, then the previous.
-    func openSecrets(_ current: String, _ previous: String?, subscriptionID: String) throws -> [Secret] {
-        try ([current] + (previous.map { [$0] } ?? [])).map { stored throws(SecretSealerError) in
-            Secret(try SecretSealer.open(stored, subscriptionID: subscriptionID, with: sealer))
-        }
-    }
-
     public func resealSubscriptionSecrets() async throws -> Int {
         guard let sealer else { throw SecretSealerError.notConfigured }
         // A sealing error comes out of `transaction` as it is, and nothing is changed.

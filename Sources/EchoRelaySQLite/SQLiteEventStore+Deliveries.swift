@@ -107,7 +107,7 @@ extension SQLiteEventStore {
                 let replayID = try row.optionalString(15), replayAt = try row.optionalDate(16)
                 tasks[deliveryID] = DeliveryTask(
                     deliveryID: deliveryID, eventID: eventID, subscriptionID: try row.string(2), webhookID: try row.string(3),
-                    url: try row.string(5), secrets: try openSecrets(try row.string(6), try row.optionalString(7), subscriptionID: try row.string(2)),
+                    url: try row.string(5), secrets: try SecretSealer.signingSecrets(try row.string(6), try row.optionalString(7), subscriptionID: try row.string(2), with: sealer),
                     attempts: try row.int(4), type: type, userID: try row.string(9), sequence: try row.int64(10),
                     occurredAt: try row.date(11), verifiedAt: try row.date(12), phoneNumber: try row.optionalString(13),
                     previousPhoneNumber: try row.optionalString(14), replay: replayID.flatMap { id in replayAt.map { DeliveryReplay(id: id, at: $0) } }

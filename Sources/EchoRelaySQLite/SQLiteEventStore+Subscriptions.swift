@@ -21,7 +21,7 @@ extension SQLiteEventStore {
         let id = "sub_" + RandomID.make()
         let types = (fields.eventTypes ?? []).map(\.rawValue)
         let description = fields.description ?? nil
-        let stored = try sealed(secret, subscriptionID: id)
+        let stored = try SecretSealer.stored(secret, subscriptionID: id, with: sealer)
         return try await session.read { db in
             // seq is the list order and cursor: the next number, safe with one writer.
             guard let row = try await db.row("""
@@ -111,7 +111,7 @@ extension SQLiteEventStore {
 
     public func rotateSubscriptionSecret(id: String, newSecret: String, overlap: Duration) async throws -> Subscription? {
         // The previous secret moves as it is stored: sealed or not, it belongs to the same row.
-        let stored = try sealed(newSecret, subscriptionID: id)
+        let stored = try SecretSealer.stored(newSecret, subscriptionID: id, with: sealer)
         return try await session.read { db in
             try await db.row("""
                 UPDATE subscriptions
@@ -119,18 +119,6 @@ extension SQLiteEventStore {
                 WHERE id = ?4 AND deleted_at IS NULL
                 RETURNING \(Self.subscriptionColumns)
                 """, [db.now + overlap.microseconds, stored, db.now, id]).map(Self.subscription)
-        }
-    }
-
-    /// `secret` as the row stores it: sealed when the store has a sealer.
-    func sealed(_ secret: String, subscriptionID: String) throws -> String {
-        try sealer?.seal(secret, subscriptionID: subscriptionID) ?? secret
-    }
-
-    /// The signing secrets of a claimed delivery, opened: the current one, then the previous.
-    func openSecrets(_ current: String, _ previous: String?, subscriptionID: String) throws -> [Secret] {
-        try ([current] + (previous.map { [$0] } ?? [])).map { stored throws(SecretSealerError) in
-            Secret(try SecretSealer.open(stored, subscriptionID: subscriptionID, with: sealer))
         }
     }
 
