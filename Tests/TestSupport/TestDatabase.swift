@@ -66,15 +66,15 @@ public struct TestDatabase: Sendable {
     }
 
     /// The number of rows in a table of this database.
-    public func count(_ table: String) async throws -> Int {
-        try await withClient { try await $0.count(table) }
+    public func count(_ table: String, where condition: String = "true") async throws -> Int {
+        try await withClient { try await $0.count(table, where: condition) }
     }
 }
 
 extension PostgresClient {
-    /// The number of rows in a table, for tests asserting that nothing was written.
-    public func count(_ table: String) async throws -> Int {
-        let rows = try await query("SELECT count(*)::bigint FROM \(unescaped: table)")
+    /// The number of rows in a table (that meet `condition`, SQL written by the test).
+    public func count(_ table: String, where condition: String = "true") async throws -> Int {
+        let rows = try await query("SELECT count(*)::bigint FROM \(unescaped: table) WHERE \(unescaped: condition)")
         for try await count in rows.decode(Int64.self) { return Int(count) }
         return 0
     }

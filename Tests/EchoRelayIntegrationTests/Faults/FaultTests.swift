@@ -139,13 +139,7 @@ import Glibc
             let received = lab.subscriber.deliveries
             #expect(received.count == report.acknowledged.count, "each event once: \(received.count) for \(report.acknowledged.count)")
             #expect(lab.provider.requests.count == report.acknowledged.count, "each echo asked once")
-            let leased = try await lab.database.withClient { client in
-                var count = -1
-                for try await value in try await client.query(
-                    "SELECT count(*)::int FROM deliveries WHERE lease_owner IS NOT NULL"
-                ).decode(Int.self) { count = value }
-                return count
-            }
+            let leased = try await lab.database.count("deliveries", where: "lease_owner IS NOT NULL")
             #expect(leased == 0, "no lease is left behind after a clean stop")
             try await lab.expectNothingLost("ingest+2-workers", report)
         }
@@ -200,13 +194,7 @@ import Glibc
             #expect(try await first.wait(timeout: .seconds(30)) == 0)
             let stopTook = ContinuousClock.now - stopping
             #expect(stopTook < .seconds(12), "stopped in \(stopTook): the 2 s grace, not the 20 s delivery timeout")
-            let held = try await lab.database.withClient { client in
-                var count = 0
-                for try await value in try await client.query(
-                    "SELECT count(*)::int FROM deliveries WHERE status = 'pending' AND lease_owner IS NOT NULL"
-                ).decode(Int.self) { count = value }
-                return count
-            }
+            let held = try await lab.database.count("deliveries", where: "status = 'pending' AND lease_owner IS NOT NULL")
             #expect(held == 0, "leases released at shutdown")
 
             lab.subscriber.clearDeliveries()
