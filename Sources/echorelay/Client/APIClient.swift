@@ -59,7 +59,8 @@ struct APIClient: Sendable {
         do {
             bytes = try encoder.encode(body)
         } catch {
-            throw ClientError("could not encode the request: \(error)")
+            // Not the error itself: an encoding error can quote a value, and a body may hold echo credentials.
+            throw ClientError("could not encode the request body as JSON (\(type(of: error)))")
         }
         return try await send(.POST, path, query: [], body: bytes)
     }

@@ -89,7 +89,8 @@ struct DemoServerAPI: Sendable {
         do {
             body = try encoder.encode(event)
         } catch {
-            throw ClientError("could not encode the event: \(error)")
+            // Not the error itself: an encoding error can quote a value, and the event holds echo credentials.
+            throw ClientError("could not encode the event as JSON (\(type(of: error)))")
         }
         let messageID = "msg_" + UUID().uuidString.lowercased()
         let timestamp = Int64(Date().timeIntervalSince1970)
