@@ -11,18 +11,120 @@ public struct PostgresEventStore: EventStore {
     /// Seals subscription secrets on write and opens them for signing; nil stores them as is.
     let sealer: SecretSealer?
 
+    /// Concurrent ingests share statements and commits (group commit): see `ingestBatch`.
+    private let ingests: GroupCommit<IncomingEvent, IngestReceipt>
+    /// Verification outcomes finished at about the same time share one statement: see `finishBatch`.
+    let finishes: GroupCommit<VerificationFinish, Bool>
+
     public init(client: PostgresClient, logger: Logger, sealer: SecretSealer? = nil) {
         self.client = client
         self.logger = logger
         self.sealer = sealer
+        // Four batches in flight keep the pipe full while one commits; 64 events a batch
+        // keep one statement's parameters small.
+        ingests = GroupCommit(maximumBatch: 64, maximumCommitters: 4) { [client, logger] events in
+            await Self.ingestBatch(events, client: client, logger: logger)
+        }
+        finishes = GroupCommit(maximumBatch: 64, maximumCommitters: 4) { [client, logger] finishes in
+            await Self.finishBatch(finishes, client: client, logger: logger)
+        }
     }
 
+    /// Stores the event and its verification work item, and answers only after the commit
+    /// that holds them.
     public func ingest(_ event: IncomingEvent) async throws -> IngestReceipt {
+        try await ingests.submit(event)
+    }
+
+    /// Ingests a batch in one statement and one commit when it can. An id already stored, or
+    /// repeated within the batch, is answered afterwards on its own (a retry or a conflict).
+    /// When the batch statement fails as a whole — an id stored by another process in the
+    /// meantime, a deadlock, a lost connection — each event is tried alone, in arrival
+    /// order, so each gets its own answer.
+    static func ingestBatch(_ events: [IncomingEvent], client: PostgresClient, logger: Logger) async -> [Result<IngestReceipt, any Error>] {
+        if events.count == 1 {
+            return [await Result(catching: { try await ingestOne(events[0], client: client, logger: logger) })]
+        }
+        var firstOccurrences: [Int] = []
+        var alone: [Int] = []
+        var seen = Set<String>()
+        for (index, event) in events.enumerated() {
+            if seen.insert(event.id).inserted { firstOccurrences.append(index) } else { alone.append(index) }
+        }
+        var results = [Result<IngestReceipt, any Error>?](repeating: nil, count: events.count)
         do {
-            // One statement, one round trip, one commit: the user's next sequence number,
-            // the event and its verification work item. The upsert's row lock serialises a
-            // user's concurrent events, and a duplicate id fails the whole statement, so a
-            // sequence number is never taken without its event.
+            let stored = try await insertBatch(firstOccurrences.map { events[$0] }, client: client, logger: logger)
+            for index in firstOccurrences {
+                if let sequence = stored[events[index].id] {
+                    results[index] = .success(IngestReceipt(id: events[index].id, sequence: sequence, isDuplicate: false))
+                } else {
+                    alone.append(index)  // stored before this batch
+                }
+            }
+        } catch {
+            logger.debug("a batched ingest failed as a whole; its events are tried one by one",
+                         metadata: ["events": "\(events.count)", "error": "\(StoreError.wrap(error))"])
+            alone = Array(events.indices)
+        }
+        for index in alone.sorted() {
+            results[index] = await Result(catching: { try await ingestOne(events[index], client: client, logger: logger) })
+        }
+        return results.map { $0 ?? .failure(StoreError.unexpected("an event of a batch got no answer")) }
+    }
+
+    /// One statement for the whole batch: each user's sequence moves once by its count of new
+    /// events, which are numbered in arrival order, and every new event gets its work item.
+    /// Users are locked in user-id order, so two batches never wait on each other in a cycle.
+    /// Returns the sequence of each event it stored; ids already stored are left out.
+    private static func insertBatch(_ events: [IncomingEvent], client: PostgresClient, logger: Logger) async throws -> [String: Int64] {
+        let ids = events.map(\.id)
+        let users = events.map(\.userID)
+        let types = events.map(\.type.rawValue)
+        let occurredAt = events.map(\.occurredAt)
+        let fingerprints = events.map { Data($0.fingerprint).base64EncodedString() }
+        let phones = events.map { $0.phoneNumber ?? "" }
+        let providers = events.map(\.echo.serviceProvider)
+        let authorizations = events.map(\.echo.authorization.revealed)
+        let rows = try await client.query("""
+            WITH input AS (
+                SELECT * FROM unnest(\(ids)::text[], \(users)::text[], \(types)::text[], \(occurredAt)::timestamptz[],
+                                     \(fingerprints)::text[], \(phones)::text[], \(providers)::text[], \(authorizations)::text[])
+                    WITH ORDINALITY AS i(id, user_id, type, occurred_at, fingerprint, phone, provider, authorization, position)
+            ), fresh AS (
+                SELECT * FROM input i WHERE NOT EXISTS (SELECT 1 FROM events e WHERE e.id = i.id)
+            ), counts AS (
+                SELECT user_id, count(*) AS n FROM fresh GROUP BY user_id
+            ), next AS (
+                INSERT INTO user_sequences AS s (user_id, last_sequence)
+                SELECT user_id, n FROM counts ORDER BY user_id
+                ON CONFLICT (user_id) DO UPDATE SET last_sequence = s.last_sequence + EXCLUDED.last_sequence
+                RETURNING user_id, last_sequence
+            ), stored AS (
+                INSERT INTO events (id, user_id, sequence, type, occurred_at, fingerprint,
+                                    pushed_phone_number, echo_service_provider, echo_authorization)
+                SELECT f.id, f.user_id,
+                       next.last_sequence - counts.n + row_number() OVER (PARTITION BY f.user_id ORDER BY f.position),
+                       f.type, f.occurred_at, decode(f.fingerprint, 'base64'), nullif(f.phone, ''), f.provider, f.authorization
+                FROM fresh f JOIN counts USING (user_id) JOIN next USING (user_id)
+                RETURNING id, sequence
+            ), work AS (
+                INSERT INTO work_items (kind, event_id) SELECT 'verify', id FROM stored
+            )
+            SELECT id, sequence FROM stored
+            """, logger: logger)
+        var stored: [String: Int64] = [:]
+        for try await (id, sequence) in rows.decode((String, Int64).self) {
+            stored[id] = sequence
+        }
+        return stored
+    }
+
+    /// One event in one statement: the user's next sequence number, the event and its
+    /// verification work item. The upsert's row lock serialises a user's concurrent events,
+    /// and a duplicate id fails the whole statement, so a sequence number is never taken
+    /// without its event.
+    static func ingestOne(_ event: IncomingEvent, client: PostgresClient, logger: Logger) async throws -> IngestReceipt {
+        do {
             let rows = try await client.query("""
                 WITH next AS (
                     INSERT INTO user_sequences AS s (user_id, last_sequence) VALUES (\(event.userID), 1)
@@ -46,14 +148,14 @@ public struct PostgresEventStore: EventStore {
             }
             throw StoreError.unexpected("ingest returned no row")
         } catch let error as PSQLError where error.isUniqueViolation(constraint: "events_pkey") {
-            return try await receiptForExisting(event)
+            return try await receiptForExisting(event, client: client, logger: logger)
         } catch {
             throw StoreError.wrap(error)
         }
     }
 
     /// The first receipt for a retried `id`, or a conflict if the body differs.
-    private func receiptForExisting(_ event: IncomingEvent) async throws -> IngestReceipt {
+    private static func receiptForExisting(_ event: IncomingEvent, client: PostgresClient, logger: Logger) async throws -> IngestReceipt {
         do {
             let rows = try await client.query(
                 "SELECT sequence, fingerprint FROM events WHERE id = \(event.id)", logger: logger

@@ -27,6 +27,61 @@ import TestSupport
         }
     }
 
+    /// Many ingests at once, as under load, where the PostgreSQL store shares commits
+    /// between them: retries and conflicting bodies mixed in, several events per user.
+    @Test(arguments: StoreKind.all)
+    func concurrentIngestsKeepSequencesGaplessAndAnswerRetriesAndConflicts(kind: StoreKind) async throws {
+        try await StoreHarness.withStore(kind) { store in
+            try await store.ingest("early", user: "u0")  // stored before: its retry comes in the middle of the crowd
+            // 120 new events over 6 users, each id sent twice with the same body, 10 ids a third time with another body.
+            var sends: [(id: String, user: String, body: String)] = [("early", "u0", "")]
+            for n in 0..<120 {
+                let (id, user) = ("c\(n)", "u\(n % 6)")
+                sends += [(id, user, ""), (id, user, "")]
+                if n % 12 == 0 { sends.append((id, user, "other")) }
+            }
+            sends.shuffle()
+            let answers = await withTaskGroup(of: (String, String, Result<IngestReceipt, any Error>).self) { group in
+                for send in sends {
+                    group.addTask {
+                        (send.id, send.body, await Result(catching: { try await store.ingest(send.id, user: send.user, body: send.body) }))
+                    }
+                }
+                return await group.reduce(into: []) { $0.append($1) }
+            }
+
+            var firstReceipts: [String: IngestReceipt] = [:]
+            var conflicts = 0
+            for (id, body, result) in answers {
+                switch result {
+                case .success(let receipt) where !receipt.isDuplicate:
+                    #expect(firstReceipts.updateValue(receipt, forKey: id) == nil, "\(id) was stored twice")
+                case .success:
+                    break
+                case .failure(let error as IngestError):
+                    #expect(error == .conflict(id: id))
+                    conflicts += 1
+                case .failure(let error):
+                    Issue.record("\(id) (\(body.isEmpty ? "first body" : "other body")) failed: \(error)")
+                }
+            }
+            // Each pair of sends with one body: one stored, one answered as its retry with the same sequence.
+            for (id, body, result) in answers {
+                guard case .success(let receipt) = result, receipt.isDuplicate else { continue }
+                #expect(firstReceipts[id]?.sequence == receipt.sequence || id == "early", "\(id) (\(body)) retry got another sequence")
+            }
+            #expect(firstReceipts.count == 120, "every new id stored exactly once")
+            #expect(conflicts >= 10, "a body that differs from the stored one is a conflict")
+            for user in 0..<6 {
+                let sequences = firstReceipts.filter { Int($0.key.dropFirst())! % 6 == user }.map(\.value.sequence).sorted()
+                let first: Int64 = user == 0 ? 2 : 1
+                #expect(sequences == Array(first..<(first + 20)), "user u\(user): sequences gapless and unique")
+            }
+            let items = try await store.claimVerifications(owner: "conformance", limit: 500, lease: .seconds(60))
+            #expect(items.count == 121, "one verification item per stored event")
+        }
+    }
+
     // MARK: Verification work items
 
     @Test(arguments: StoreKind.all)

@@ -1,0 +1,107 @@
+import EchoRelayCore
+import Synchronization
+import Testing
+
+@Suite struct GroupCommitTests {
+    /// A commit function that records what it was given and answers each input doubled,
+    /// after `delay`, while counting how many commits run at once.
+    final class Recorder: Sendable {
+        struct State {
+            var batches: [[Int]] = []
+            var running = 0
+            var mostRunning = 0
+            var committed: Set<Int> = []
+        }
+
+        let state = Mutex(State())
+        let delay: Duration
+
+        init(delay: Duration) { self.delay = delay }
+
+        func commit(_ inputs: [Int]) async -> [Result<Int, any Error>] {
+            state.withLock {
+                $0.batches.append(inputs)
+                $0.running += 1
+                $0.mostRunning = max($0.mostRunning, $0.running)
+            }
+            try? await Task.sleep(for: delay)
+            state.withLock {
+                $0.running -= 1
+                $0.committed.formUnion(inputs)
+            }
+            return inputs.map { $0 % 7 == 0 ? .failure(Refused(input: $0)) : .success($0 * 2) }
+        }
+    }
+
+    struct Refused: Error, Equatable { let input: Int }
+
+    @Test func aLoneRequestIsCommittedAtOnceOnItsOwn() async throws {
+        let recorder = Recorder(delay: .zero)
+        let group = GroupCommit<Int, Int>(maximumBatch: 64, maximumCommitters: 4) { await recorder.commit($0) }
+        #expect(try await group.submit(5) == 10)
+        #expect(recorder.state.withLock { $0.batches } == [[5]])
+    }
+
+    @Test func concurrentRequestsShareCommitsAndEachGetsItsOwnAnswerAfterItsCommit() async throws {
+        let recorder = Recorder(delay: .milliseconds(20))
+        let group = GroupCommit<Int, Int>(maximumBatch: 16, maximumCommitters: 2) { await recorder.commit($0) }
+        let answers = await withTaskGroup(of: (Int, Result<Int, any Error>, Bool).self) { tasks in
+            for input in 1...200 {
+                tasks.addTask {
+                    let result = await Result(catching: { try await group.submit(input) })
+                    // Answered only once the commit holding this input has returned.
+                    let committed = recorder.state.withLock { $0.committed.contains(input) }
+                    return (input, result, committed)
+                }
+            }
+            return await tasks.reduce(into: []) { $0.append($1) }
+        }
+        #expect(answers.count == 200)
+        for (input, result, committed) in answers {
+            #expect(committed, "input \(input) was answered before its commit returned")
+            if input % 7 == 0 {
+                #expect(throws: Refused(input: input)) { try result.get() }
+            } else {
+                #expect(try result.get() == input * 2)
+            }
+        }
+        let state = recorder.state.withLock { $0 }
+        #expect(state.batches.flatMap { $0 }.sorted() == Array(1...200), "each request is committed exactly once")
+        #expect(state.batches.count < 200 / 4, "requests that wait share commits: \(state.batches.count) commits")
+        #expect(state.batches.allSatisfy { $0.count <= 16 })
+        #expect(state.mostRunning <= 2)
+    }
+
+    @Test func aCommitThatAnswersTooFewFailsTheRestInsteadOfLeavingThemWaiting() async throws {
+        let group = GroupCommit<Int, Int>(maximumBatch: 8, maximumCommitters: 1) { inputs in
+            try? await Task.sleep(for: .milliseconds(20))
+            return [.success(inputs[0])]
+        }
+        let results = await withTaskGroup(of: Bool.self) { tasks in
+            for input in 1...6 { tasks.addTask { (try? await group.submit(input)) != nil } }
+            return await tasks.reduce(into: [Bool]()) { $0.append($1) }
+        }
+        #expect(results.count == 6)
+        #expect(results.contains(false), "the inputs left without a result are failed")
+    }
+}
+
+extension GroupCommitTests {
+    /// A caller whose commit hangs (a database that does not answer) can still give up, as
+    /// it could with a plain query: a request timeout must not wait for the database.
+    @Test func aCancelledCallerStopsWaitingAndAQueuedRequestIsNeverCommitted() async throws {
+        let recorder = Recorder(delay: .seconds(3600))
+        let group = GroupCommit<Int, Int>(maximumBatch: 8, maximumCommitters: 1) { await recorder.commit($0) }
+        let first = Task { try await group.submit(1) }  // its commit hangs
+        while recorder.state.withLock({ $0.batches.isEmpty }) { try await Task.sleep(for: .milliseconds(5)) }
+        let second = Task { try await group.submit(2) }  // queued behind it
+        try await Task.sleep(for: .milliseconds(50))
+        let started = ContinuousClock.now
+        first.cancel()
+        second.cancel()
+        await #expect(throws: CancellationError.self) { try await first.value }
+        await #expect(throws: CancellationError.self) { try await second.value }
+        #expect(ContinuousClock.now - started < .seconds(5))
+        #expect(recorder.state.withLock { $0.batches } == [[1]], "the queued request was dropped, not committed")
+    }
+}
