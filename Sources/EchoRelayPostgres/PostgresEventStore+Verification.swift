@@ -45,52 +45,110 @@ extension PostgresEventStore {
     }
 
     public func finishVerification(_ task: VerificationTask, owner: String, outcome: VerificationOutcome) async throws -> Bool {
-        do {
-            return try await client.withTransaction(logger: logger) { connection in
-                // Deleting the item first proves the lease is still ours and locks it.
-                let deleted = try await connection.query(
-                    "DELETE FROM work_items WHERE id = \(task.workItemID) AND lease_owner = \(owner) RETURNING id",
-                    logger: logger
-                ).collect().count
-                guard deleted == 1 else { return false }
+        try await finishes.submit(VerificationFinish(task: task, owner: owner, outcome: outcome))
+    }
 
-                let verified = outcome.status == .verified
-                try await connection.query("""
-                    UPDATE events
-                    SET status = \(outcome.status.rawValue), status_reason = \(outcome.reason.rawValue),
-                        decided_at = now(), verified_at = CASE WHEN \(verified) THEN now() END,
-                        provider_user_id = \(outcome.providerUserID), provider_phone_number = \(outcome.providerPhoneNumber),
-                        echo_service_provider = NULL, echo_authorization = NULL
-                    WHERE id = \(task.eventID)
-                    """, logger: logger)
-
-                if let hash = outcome.confirmedTokenHash {
-                    try await connection.query("""
-                        INSERT INTO verified_tokens (user_id, token_sha256) VALUES (\(task.userID), \(Data(hash)))
-                        ON CONFLICT (user_id, token_sha256) DO UPDATE SET last_verified_at = now()
-                        """, logger: logger)
-                }
-                if verified {
-                    let state: UserState.State = task.type == .accountDeactivated ? .deactivated : .active
-                    let phone = task.type == .accountDeactivated ? nil : outcome.providerPhoneNumber
-                    // Only a newer sequence moves the state: a late older event changes nothing.
-                    try await connection.query("""
-                        INSERT INTO users (user_id, state, phone_number, last_sequence, last_event_at)
-                        VALUES (\(task.userID), \(state.rawValue), \(phone), \(task.sequence), \(task.occurredAt))
-                        ON CONFLICT (user_id) DO UPDATE
-                        SET state = EXCLUDED.state,
-                            phone_number = COALESCE(EXCLUDED.phone_number, users.phone_number),
-                            last_sequence = EXCLUDED.last_sequence, last_event_at = EXCLUDED.last_event_at,
-                            updated_at = now()
-                        WHERE users.last_sequence < EXCLUDED.last_sequence
-                        """, logger: logger)
-                    try await Self.fanOut(task, on: connection, logger: logger)
-                }
-                return true
+    /// Records a batch of outcomes (group commit: see `PostgresEventStore.finishes`). A user
+    /// with several verified events in the batch gets them in sequence rounds, one statement
+    /// each, since one statement may move a user's row only once. A statement that fails as a
+    /// whole (a deadlock, a lost connection) is retried one item at a time, so each caller
+    /// gets its own answer.
+    static func finishBatch(_ finishes: [VerificationFinish], client: PostgresClient, logger: Logger) async -> [Result<Bool, any Error>] {
+        var rounds: [[Int]] = []
+        var verifiedPerUser: [String: Int] = [:]
+        for (index, finish) in finishes.enumerated() {
+            var round = 0
+            if finish.outcome.status == .verified {
+                round = verifiedPerUser[finish.task.userID, default: 0]
+                verifiedPerUser[finish.task.userID] = round + 1
             }
-        } catch {
-            throw StoreError.wrap(error)
+            if round == rounds.count { rounds.append([]) }
+            rounds[round].append(index)
         }
+        var results = [Result<Bool, any Error>?](repeating: nil, count: finishes.count)
+        for round in rounds {
+            do {
+                let kept = try await finishRound(round.map { finishes[$0] }, client: client, logger: logger)
+                for index in round { results[index] = .success(kept.contains(finishes[index].task.workItemID)) }
+            } catch {
+                guard round.count > 1 else {
+                    results[round[0]] = .failure(StoreError.wrap(error))
+                    continue
+                }
+                logger.debug("a batch of verification outcomes failed as a whole; recording them one by one",
+                             metadata: ["outcomes": "\(round.count)", "error": "\(StoreError.wrap(error))"])
+                for index in round {
+                    results[index] = await Result(catching: {
+                        do {
+                            return try await finishRound([finishes[index]], client: client, logger: logger).contains(finishes[index].task.workItemID)
+                        } catch {
+                            throw StoreError.wrap(error)
+                        }
+                    })
+                }
+            }
+        }
+        return results.map { $0 ?? .failure(StoreError.unexpected("an outcome of a batch got no answer")) }
+    }
+
+    /// One statement, so one round trip and one commit for the whole round. Deleting the
+    /// work item first proves the lease is still ours; everything else applies only to the
+    /// items whose delete matched: the event's outcome (its echo credentials erased), the
+    /// confirmed token, the user's state (only a newer sequence moves it) and one delivery
+    /// per enabled subscription that wants the type. Rows shared between batches (tokens,
+    /// users) are written in key order, so two rounds never wait on each other in a cycle.
+    /// Returns the work items whose lease was still ours.
+    private static func finishRound(_ finishes: [VerificationFinish], client: PostgresClient, logger: Logger) async throws -> Set<Int64> {
+        let rows = try String(decoding: JSONEncoder().encode(finishes.map(VerificationFinish.Row.init)), as: UTF8.self)
+        let result = try await client.query("""
+            WITH input AS (
+                SELECT * FROM jsonb_to_recordset(\(rows)::jsonb) AS x(
+                    item bigint, owner text, event_id text, user_id text, sequence bigint, type text, occurred_at float8,
+                    status text, reason text, verified boolean, provider_user_id text, provider_phone text,
+                    token_hash text, state text, user_phone text)
+            ), kept AS (
+                DELETE FROM work_items w USING input x
+                WHERE w.id = x.item AND w.lease_owner = x.owner
+                RETURNING w.id
+            ), finished AS (
+                SELECT x.* FROM input x JOIN kept ON kept.id = x.item
+            ), decided AS (
+                UPDATE events e
+                SET status = f.status, status_reason = f.reason, decided_at = now(),
+                    verified_at = CASE WHEN f.verified THEN now() END,
+                    provider_user_id = f.provider_user_id, provider_phone_number = f.provider_phone,
+                    echo_service_provider = NULL, echo_authorization = NULL
+                FROM finished f WHERE e.id = f.event_id
+            ), tokens AS (
+                INSERT INTO verified_tokens (user_id, token_sha256)
+                SELECT DISTINCT f.user_id, decode(f.token_hash, 'base64') FROM finished f
+                WHERE f.token_hash IS NOT NULL
+                ORDER BY 1, 2
+                ON CONFLICT (user_id, token_sha256) DO UPDATE SET last_verified_at = now()
+            ), moved AS (
+                INSERT INTO users (user_id, state, phone_number, last_sequence, last_event_at)
+                SELECT f.user_id, f.state, f.user_phone, f.sequence, to_timestamp(f.occurred_at) FROM finished f
+                WHERE f.verified
+                ORDER BY f.user_id
+                ON CONFLICT (user_id) DO UPDATE
+                SET state = EXCLUDED.state,
+                    phone_number = COALESCE(EXCLUDED.phone_number, users.phone_number),
+                    last_sequence = EXCLUDED.last_sequence, last_event_at = EXCLUDED.last_event_at,
+                    updated_at = now()
+                WHERE users.last_sequence < EXCLUDED.last_sequence
+            ), fanned_out AS (
+                INSERT INTO deliveries (event_id, subscription_id, user_id, sequence, webhook_id)
+                SELECT f.event_id, s.id, f.user_id, f.sequence, 'msg_' || substr(md5(f.event_id || '/' || s.id), 1, 26)
+                FROM finished f JOIN subscriptions s
+                  ON s.enabled AND s.deleted_at IS NULL AND f.type = ANY (s.event_types)
+                WHERE f.verified
+                ON CONFLICT (event_id, subscription_id) WHERE replay_id IS NULL DO NOTHING
+            )
+            SELECT id FROM kept
+            """, logger: logger)
+        var kept = Set<Int64>()
+        for try await id in result.decode(Int64.self) { kept.insert(id) }
+        return kept
     }
 
     public func retryVerification(_ task: VerificationTask, owner: String, after delay: Duration) async throws -> Bool {
@@ -153,5 +211,52 @@ extension Duration {
     /// The duration in (fractional) seconds, for SQL intervals.
     var seconds: Double {
         Double(components.seconds) + Double(components.attoseconds) / 1e18
+    }
+}
+
+/// One outcome waiting to be recorded, and its row in the batch statement's JSON.
+struct VerificationFinish: Sendable {
+    let task: VerificationTask
+    let owner: String
+    let outcome: VerificationOutcome
+
+    struct Row: Encodable {
+        let item: Int64
+        let owner: String
+        let event_id: String
+        let user_id: String
+        let sequence: Int64
+        let type: String
+        /// Seconds since 1970: `to_timestamp` keeps microseconds, as a bound date does.
+        let occurred_at: Double
+        let status: String
+        let reason: String
+        let verified: Bool
+        let provider_user_id: String?
+        let provider_phone: String?
+        let token_hash: String?
+        /// The user's state and phone number if this verified event moves them.
+        let state: String
+        let user_phone: String?
+
+        init(_ finish: VerificationFinish) {
+            let task = finish.task, outcome = finish.outcome
+            let deactivates = task.type == .accountDeactivated
+            item = task.workItemID
+            owner = finish.owner
+            event_id = task.eventID
+            user_id = task.userID
+            sequence = task.sequence
+            type = task.type.rawValue
+            occurred_at = task.occurredAt.timeIntervalSince1970
+            status = outcome.status.rawValue
+            reason = outcome.reason.rawValue
+            verified = outcome.status == .verified
+            provider_user_id = outcome.providerUserID
+            provider_phone = outcome.providerPhoneNumber
+            token_hash = outcome.confirmedTokenHash.map { Data($0).base64EncodedString() }
+            state = (deactivates ? UserState.State.deactivated : .active).rawValue
+            user_phone = deactivates ? nil : outcome.providerPhoneNumber
+        }
     }
 }
