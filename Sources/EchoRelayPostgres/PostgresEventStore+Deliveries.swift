@@ -115,8 +115,14 @@ extension PostgresEventStore: DeliveryStore {
 
                 switch next {
                 case .delivered:
+                    // Every delivery to a subscription would otherwise lock its one row until
+                    // commit, so all of them would queue behind each other's WAL flush. A
+                    // healthy subscription's last success is kept to the second instead, and a
+                    // row that needs no change is not locked at all.
                     try await connection.query("""
-                        UPDATE subscriptions SET last_success_at = now(), failing_since = NULL WHERE id = \(task.subscriptionID)
+                        UPDATE subscriptions SET last_success_at = now(), failing_since = NULL
+                        WHERE id = \(task.subscriptionID)
+                          AND (failing_since IS NOT NULL OR last_success_at IS NULL OR last_success_at < now() - interval '1 second')
                         """, logger: logger)
                 case .dead(let disable?):
                     try await connection.query("""
@@ -124,7 +130,9 @@ extension PostgresEventStore: DeliveryStore {
                         WHERE id = \(task.subscriptionID)
                         """, logger: logger)
                 case .retry, .dead(nil):
-                    // A subscription whose deliveries have all failed for `disableAfter` is disabled.
+                    // A subscription whose deliveries have all failed for `disableAfter` is
+                    // disabled. Only the first failure and the disabling change the row; the
+                    // failures between leave it unlocked (see the success case).
                     try await connection.query("""
                         UPDATE subscriptions
                         SET failing_since = coalesce(failing_since, now()),
@@ -134,6 +142,7 @@ extension PostgresEventStore: DeliveryStore {
                                                    THEN 'every delivery has failed since ' || to_char(failing_since AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')
                                                    ELSE disabled_reason END
                         WHERE id = \(task.subscriptionID)
+                          AND (failing_since IS NULL OR (enabled AND failing_since < now() - make_interval(secs => \(disableAfter.seconds))))
                         """, logger: logger)
                 }
                 return true
