@@ -3,7 +3,8 @@ import Logging
 import Synchronization
 
 /// The claim-and-process loop both workers share: keeps up to `concurrency` items in
-/// flight, claims as many as there are free slots in one batch, and when nothing is due
+/// flight, claims as many as there are free slots in one batch once at least a quarter of
+/// the slots are free, and when nothing is due
 /// waits for a wake-up or the poll interval. Once stopped, in-flight items get
 /// `shutdownGrace` to finish; then they are cancelled, and each hands its item back.
 struct WorkLoop: Sendable {
@@ -23,7 +24,10 @@ struct WorkLoop: Sendable {
         await withDiscardingTaskGroup { group in
             while !Task.isCancelled, !stopped() {
                 let free = concurrency - inFlight.value
-                if free > 0 {
+                // Under load, slots free up one at a time; a claim per free slot would run the
+                // claim query once per item (for deliveries, a scan of every pending one).
+                // Waiting until a quarter of the slots are free claims in batches instead.
+                if free >= max(1, concurrency / 4) || free == concurrency {
                     do {
                         let items = try await unlessStopped(stopped) { try await claim(free) }
                         failures = 0
