@@ -94,59 +94,64 @@ extension PostgresEventStore: DeliveryStore {
         case .retry(let after): ("pending", after.seconds)
         case .dead: ("dead", 0)
         }
+        // What the attempt does to its subscription: a success clears its failing state; a
+        // 410 disables it; any other failure starts (or continues) its failing period, and a
+        // subscription whose deliveries have all failed for `disableAfter` is disabled.
+        let (effect, disableReason): (String, String?) = switch next {
+        case .delivered: ("succeeded", nil)
+        case .dead(let reason?): ("gone", reason)
+        case .retry, .dead(nil): ("failed", nil)
+        }
+        let milliseconds = Int(attempt.duration.seconds * 1000)
+        let overdue = disableAfter.seconds
         do {
-            return try await client.withTransaction(logger: logger) { connection in
-                let updated = try await connection.query("""
+            // One statement, so one round trip and one commit. The delivery is updated first
+            // (the subscription update waits on its result), which proves the lease is still
+            // ours and keeps the lock order of deleteSubscription: delivery, then subscription.
+            // A subscription row is locked only when it changes: every delivery to one
+            // subscription would otherwise queue on that row until each other's commit, so a
+            // healthy subscription's last success is kept to the second, and the failures
+            // after the first leave it alone until it is due to be disabled.
+            let rows = try await client.query("""
+                WITH updated AS (
                     UPDATE deliveries
                     SET status = \(status), due_at = now() + make_interval(secs => \(delay)),
                         lease_owner = NULL, lease_expires_at = NULL,
                         finished_at = CASE WHEN \(status) = 'pending' THEN NULL ELSE now() END
                     WHERE id = \(task.deliveryID) AND lease_owner = \(owner) AND status = 'pending'
                     RETURNING id
-                    """, logger: logger).collect().count
-                guard updated == 1 else { return false }
-
-                let milliseconds = Int(attempt.duration.seconds * 1000)
-                try await connection.query("""
+                ), attempt AS (
                     INSERT INTO delivery_attempts (delivery_id, started_at, duration_ms, status_code, error_kind, error, response_head)
-                    VALUES (\(task.deliveryID), \(attempt.startedAt), \(milliseconds), \(attempt.statusCode),
-                            \(attempt.errorKind?.rawValue), \(attempt.error), \(attempt.responseHead))
-                    """, logger: logger)
-
-                switch next {
-                case .delivered:
-                    // Every delivery to a subscription would otherwise lock its one row until
-                    // commit, so all of them would queue behind each other's WAL flush. A
-                    // healthy subscription's last success is kept to the second instead, and a
-                    // row that needs no change is not locked at all.
-                    try await connection.query("""
-                        UPDATE subscriptions SET last_success_at = now(), failing_since = NULL
-                        WHERE id = \(task.subscriptionID)
-                          AND (failing_since IS NOT NULL OR last_success_at IS NULL OR last_success_at < now() - interval '1 second')
-                        """, logger: logger)
-                case .dead(let disable?):
-                    try await connection.query("""
-                        UPDATE subscriptions SET enabled = false, disabled_reason = \(disable), updated_at = now()
-                        WHERE id = \(task.subscriptionID)
-                        """, logger: logger)
-                case .retry, .dead(nil):
-                    // A subscription whose deliveries have all failed for `disableAfter` is
-                    // disabled. Only the first failure and the disabling change the row; the
-                    // failures between leave it unlocked (see the success case).
-                    try await connection.query("""
-                        UPDATE subscriptions
-                        SET failing_since = coalesce(failing_since, now()),
-                            enabled = CASE WHEN failing_since < now() - make_interval(secs => \(disableAfter.seconds))
-                                           THEN false ELSE enabled END,
-                            disabled_reason = CASE WHEN failing_since < now() - make_interval(secs => \(disableAfter.seconds))
-                                                   THEN 'every delivery has failed since ' || to_char(failing_since AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')
-                                                   ELSE disabled_reason END
-                        WHERE id = \(task.subscriptionID)
-                          AND (failing_since IS NULL OR (enabled AND failing_since < now() - make_interval(secs => \(disableAfter.seconds))))
-                        """, logger: logger)
-                }
-                return true
-            }
+                    SELECT id, \(attempt.startedAt), \(milliseconds), \(attempt.statusCode), \(attempt.errorKind?.rawValue),
+                           \(attempt.error), \(attempt.responseHead)
+                    FROM updated
+                ), subscription AS (
+                    UPDATE subscriptions s
+                    SET last_success_at = CASE WHEN \(effect) = 'succeeded' THEN now() ELSE s.last_success_at END,
+                        failing_since = CASE \(effect) WHEN 'succeeded' THEN NULL
+                                                       WHEN 'failed' THEN coalesce(s.failing_since, now())
+                                                       ELSE s.failing_since END,
+                        enabled = CASE WHEN \(effect) = 'gone' THEN false
+                                       WHEN \(effect) = 'failed' AND s.failing_since < now() - make_interval(secs => \(overdue)) THEN false
+                                       ELSE s.enabled END,
+                        disabled_reason = CASE
+                            WHEN \(effect) = 'gone' THEN \(disableReason)
+                            WHEN \(effect) = 'failed' AND s.failing_since < now() - make_interval(secs => \(overdue))
+                                THEN 'every delivery has failed since ' || to_char(s.failing_since AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')
+                            ELSE s.disabled_reason END,
+                        updated_at = CASE WHEN \(effect) = 'gone' THEN now() ELSE s.updated_at END
+                    WHERE s.id = \(task.subscriptionID) AND EXISTS (SELECT 1 FROM updated)
+                      AND CASE \(effect)
+                          WHEN 'succeeded' THEN s.failing_since IS NOT NULL OR s.last_success_at IS NULL
+                                                OR s.last_success_at < now() - interval '1 second'
+                          WHEN 'failed' THEN s.failing_since IS NULL
+                                             OR (s.enabled AND s.failing_since < now() - make_interval(secs => \(overdue)))
+                          ELSE true END
+                )
+                SELECT count(*) FROM updated
+                """, logger: logger)
+            for try await count in rows.decode(Int64.self) { return count == 1 }
+            throw StoreError.unexpected("recording a delivery attempt returned no row")
         } catch {
             throw StoreError.wrap(error)
         }
