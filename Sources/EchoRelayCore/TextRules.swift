@@ -12,6 +12,12 @@ public enum TextRules {
 
     /// Times outside years 1–9999 cannot be written as RFC 3339 text that every store reads
     /// back (PostgreSQL has no year 0).
+    /// Text from outside that is stored, not refused (a subscriber's answer): NUL, which
+    /// PostgreSQL's text cannot hold, becomes U+FFFD, so the record is written rather than lost.
+    public static func storable(_ text: String) -> String {
+        containsNUL(text) ? text.replacingOccurrences(of: "\u{0}", with: "\u{FFFD}") : text
+    }
+
     public static let timeRangeReason = "must be a date-time from year 1 to 9999"
 
     public static func isInStoredRange(_ date: Date) -> Bool {

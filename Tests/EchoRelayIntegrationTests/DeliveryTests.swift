@@ -92,6 +92,23 @@ import TestSupport
         }
     }
 
+    /// PostgreSQL's text cannot hold U+0000. An answer with a NUL in its first bytes once
+    /// made the attempt impossible to record, so the delivery was sent again at every lease.
+    @Test func anAnswerWithANULCharacterIsRecordedWithAReplacementCharacter() async throws {
+        try await EchoFixture.run { f in
+            try await StandInSubscriber().run { subscriber in
+                subscriber.defaultAnswer = .status(200, headers: [("Content-Type", "text/plain")], body: "ok\u{0}done")
+                _ = try await f.subscribe(url: subscriber.url())
+                let event = try await f.pushVerified("token.rotated", userID: "310", session: try f.session("310"))
+                let deliveries = try await f.finalDeliveries(of: event["id"] as! String, count: 1)
+                #expect(deliveries.first?["status"] as? String == "delivered")
+                let attempts = try #require(deliveries.first?["attempts"] as? [[String: Any]])
+                #expect(attempts.map { $0["response_head"] as? String } == ["ok\u{FFFD}done"])
+                #expect(subscriber.deliveries.count == 1)
+            }
+        }
+    }
+
     @Test func goneDeadLettersAndDisablesTheSubscriptionUntilItIsEnabledAgain() async throws {
         try await EchoFixture.run { f in
             try await StandInSubscriber().run { subscriber in
