@@ -10,8 +10,11 @@ import Synchronization
 /// batches grow by themselves, so a commit's fixed cost (a round trip, a WAL flush) is paid
 /// once per batch rather than once per request.
 public final class GroupCommit<Input: Sendable, Output: Sendable>: Sendable {
-    /// Commits a batch and returns one result per input, in order.
-    public typealias Commit = @Sendable ([Input]) async -> [Result<Output, any Error>]
+    /// Commits a batch and returns one result per input, in order. It calls `take` once,
+    /// when it is ready to write (holding a database connection), to take the batch off the
+    /// queue: until then, a caller that gives up is dropped and never written. An error it
+    /// throws is every taken (or next) request's answer.
+    public typealias Commit = @Sendable (_ take: @escaping @Sendable () -> [Input]) async throws -> [Result<Output, any Error>]
 
     private struct Queued {
         let id: Int
@@ -76,20 +79,39 @@ public final class GroupCommit<Input: Sendable, Output: Sendable>: Sendable {
         }
     }
 
-    /// One committer: takes batches off the queue until it is empty, then stops.
+    /// One committer: commits batches until the queue is empty, then stops.
     private func commitUntilEmpty() async {
         while true {
-            let batch = state.withLock { state -> [Queued] in
-                let count = min(maximumBatch, state.queue.count)
-                guard count > 0 else {
-                    state.committers -= 1
-                    return []
-                }
-                defer { state.queue.removeFirst(count) }
-                return Array(state.queue.prefix(count))
+            let done = state.withLock { state -> Bool in
+                guard state.queue.isEmpty else { return false }
+                state.committers -= 1
+                return true
             }
-            guard !batch.isEmpty else { return }
-            let results = await commit(batch.map(\.input))
+            if done { return }
+            let taken = Mutex<[Queued]?>(nil)
+            @Sendable func take() -> [Queued] {
+                taken.withLock { taken in
+                    if let taken { return taken }  // taken once: a second call gets the same batch
+                    let batch = state.withLock { state -> [Queued] in
+                        let count = min(maximumBatch, state.queue.count)
+                        defer { state.queue.removeFirst(count) }
+                        return Array(state.queue.prefix(count))
+                    }
+                    taken = batch
+                    return batch
+                }
+            }
+            let results: [Result<Output, any Error>]
+            let batch: [Queued]
+            do {
+                results = try await commit { take().map(\.input) }
+                batch = taken.withLock { $0 } ?? []
+            } catch {
+                // It could not write, maybe before taking anything (no connection): the batch
+                // it held, or would have taken, gets the error rather than waiting for it.
+                batch = take()
+                results = Array(repeating: .failure(error), count: batch.count)
+            }
             let answers = state.withLock { state in
                 batch.enumerated().compactMap { index, queued in
                     state.waiting.removeValue(forKey: queued.id).map {

@@ -4,19 +4,6 @@ import Logging
 import PostgresNIO
 
 extension PostgresEventStore: DeliveryStore {
-    /// Creates one delivery per enabled subscription that wants this event's type. Runs in
-    /// the verification transaction, so a verified event never lacks its deliveries.
-    static func fanOut(_ task: VerificationTask, on connection: PostgresConnection, logger: Logger) async throws {
-        try await connection.query("""
-            INSERT INTO deliveries (event_id, subscription_id, user_id, sequence, webhook_id)
-            SELECT \(task.eventID), s.id, \(task.userID), \(task.sequence),
-                   'msg_' || substr(md5(\(task.eventID) || '/' || s.id), 1, 26)
-            FROM subscriptions s
-            WHERE s.enabled AND s.deleted_at IS NULL AND \(task.type.rawValue) = ANY (s.event_types)
-            ON CONFLICT (event_id, subscription_id) WHERE replay_id IS NULL DO NOTHING
-            """, logger: logger)
-    }
-
     public func claimDeliveries(owner: String, limit: Int, lease: Duration, perSubscriptionCap: Int) async throws -> [DeliveryTask] {
         do {
             // Candidates: due, enabled, and for an ordered subscription nothing earlier of the
@@ -89,72 +76,114 @@ extension PostgresEventStore: DeliveryStore {
     public func recordDeliveryAttempt(
         _ task: DeliveryTask, owner: String, attempt: DeliveryAttempt, next: DeliveryNext, disableAfter: Duration
     ) async throws -> Bool {
-        let (status, delay): (String, Double) = switch next {
-        case .delivered: ("delivered", 0)
-        case .retry(let after): ("pending", after.seconds)
-        case .dead: ("dead", 0)
-        }
-        // What the attempt does to its subscription: a success clears its failing state; a
-        // 410 disables it; any other failure starts (or continues) its failing period, and a
-        // subscription whose deliveries have all failed for `disableAfter` is disabled.
-        let (effect, disableReason): (String, String?) = switch next {
-        case .delivered: ("succeeded", nil)
-        case .dead(let reason?): ("gone", reason)
-        case .retry, .dead(nil): ("failed", nil)
-        }
-        let milliseconds = Int(attempt.duration.seconds * 1000)
-        let overdue = disableAfter.seconds
+        try await attempts.submit(RecordedAttempt(task: task, owner: owner, attempt: attempt, next: next, disableAfter: disableAfter))
+    }
+
+    /// Records a batch of attempts in one statement (group commit: see `PostgresEventStore.attempts`).
+    /// A statement that fails as a whole is retried one attempt at a time, so each caller
+    /// gets its own answer.
+    static func recordBatch(_ attempts: [RecordedAttempt], on connection: PostgresConnection, logger: Logger) async -> [Result<Bool, any Error>] {
         do {
-            // One statement, so one round trip and one commit. The delivery is updated first
-            // (the subscription update waits on its result), which proves the lease is still
-            // ours and keeps the lock order of deleteSubscription: delivery, then subscription.
-            // A subscription row is locked only when it changes: every delivery to one
-            // subscription would otherwise queue on that row until each other's commit, so a
-            // healthy subscription's last success is kept to the second, and the failures
-            // after the first leave it alone until it is due to be disabled.
-            let rows = try await client.query("""
-                WITH updated AS (
-                    UPDATE deliveries
-                    SET status = \(status), due_at = now() + make_interval(secs => \(delay)),
-                        lease_owner = NULL, lease_expires_at = NULL,
-                        finished_at = CASE WHEN \(status) = 'pending' THEN NULL ELSE now() END
-                    WHERE id = \(task.deliveryID) AND lease_owner = \(owner) AND status = 'pending'
-                    RETURNING id
-                ), attempt AS (
-                    INSERT INTO delivery_attempts (delivery_id, started_at, duration_ms, status_code, error_kind, error, response_head)
-                    SELECT id, \(attempt.startedAt), \(milliseconds), \(attempt.statusCode), \(attempt.errorKind?.rawValue),
-                           \(attempt.error), \(attempt.responseHead)
-                    FROM updated
-                ), subscription AS (
-                    UPDATE subscriptions s
-                    SET last_success_at = CASE WHEN \(effect) = 'succeeded' THEN now() ELSE s.last_success_at END,
-                        failing_since = CASE \(effect) WHEN 'succeeded' THEN NULL
-                                                       WHEN 'failed' THEN coalesce(s.failing_since, now())
-                                                       ELSE s.failing_since END,
-                        enabled = CASE WHEN \(effect) = 'gone' THEN false
-                                       WHEN \(effect) = 'failed' AND s.failing_since < now() - make_interval(secs => \(overdue)) THEN false
-                                       ELSE s.enabled END,
-                        disabled_reason = CASE
-                            WHEN \(effect) = 'gone' THEN \(disableReason)
-                            WHEN \(effect) = 'failed' AND s.failing_since < now() - make_interval(secs => \(overdue))
-                                THEN 'every delivery has failed since ' || to_char(s.failing_since AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')
-                            ELSE s.disabled_reason END,
-                        updated_at = CASE WHEN \(effect) = 'gone' THEN now() ELSE s.updated_at END
-                    WHERE s.id = \(task.subscriptionID) AND EXISTS (SELECT 1 FROM updated)
-                      AND CASE \(effect)
-                          WHEN 'succeeded' THEN s.failing_since IS NOT NULL OR s.last_success_at IS NULL
-                                                OR s.last_success_at < now() - interval '1 second'
-                          WHEN 'failed' THEN s.failing_since IS NULL
-                                             OR (s.enabled AND s.failing_since < now() - make_interval(secs => \(overdue)))
-                          ELSE true END
-                )
-                SELECT count(*) FROM updated
-                """, logger: logger)
-            for try await count in rows.decode(Int64.self) { return count == 1 }
-            throw StoreError.unexpected("recording a delivery attempt returned no row")
+            let kept = try await recordStatement(attempts, on: connection, logger: logger)
+            return attempts.indices.map { .success(kept.contains($0)) }
         } catch {
-            throw StoreError.wrap(error)
+            guard attempts.count > 1 else { return [.failure(StoreError.wrap(error))] }
+            logger.debug("a batch of delivery attempts failed as a whole; recording them one by one",
+                         metadata: ["attempts": "\(attempts.count)", "error": "\(StoreError.wrap(error))"])
+            var results: [Result<Bool, any Error>] = []
+            for attempt in attempts {
+                results.append(await Result(catching: {
+                    do {
+                        return try await recordStatement([attempt], on: connection, logger: logger).contains(0)
+                    } catch {
+                        throw StoreError.wrap(error)
+                    }
+                }))
+            }
+            return results
         }
+    }
+
+    /// One statement, so one round trip and one commit for the batch. Each delivery is
+    /// updated first, which proves its lease is still ours; only those attempts are stored
+    /// and count for their subscription. Per subscription, the batch has the effect its
+    /// attempts would have one after another: a success clears the failing state and marks
+    /// the last success; a failure starts the failing period (anew after a success in the
+    /// same batch); a failure while failing for `disableAfter` disables it; a 410 disables it
+    /// with its reason. A subscription row is locked only when it changes, in id order (after
+    /// the deliveries: deleteSubscription's order), since every delivery to one subscription
+    /// would otherwise queue on that row until each other's commit. So a healthy
+    /// subscription's last success is kept to the second, and the failures after the first
+    /// leave it alone until it is due to be disabled.
+    /// Returns the positions in `attempts` of those whose lease was still ours.
+    private static func recordStatement(_ attempts: [RecordedAttempt], on connection: PostgresConnection, logger: Logger) async throws -> Set<Int> {
+        let rows = try String(decoding: JSONEncoder().encode(attempts.enumerated().map(RecordedAttempt.Row.init)), as: UTF8.self)
+        let result = try await connection.query("""
+            WITH input AS (
+                SELECT * FROM jsonb_to_recordset(\(rows)::jsonb) AS x(
+                    position int, delivery_id bigint, owner text, status text, delay float8, started_at float8,
+                    duration_ms int, status_code int, error_kind text, error text, response_head text,
+                    subscription_id text, effect text, gone_reason text, overdue float8)
+            ), updated AS (
+                UPDATE deliveries d
+                SET status = x.status, due_at = now() + make_interval(secs => x.delay),
+                    lease_owner = NULL, lease_expires_at = NULL,
+                    finished_at = CASE WHEN x.status = 'pending' THEN NULL ELSE now() END
+                FROM input x
+                WHERE d.id = x.delivery_id AND d.lease_owner = x.owner AND d.status = 'pending'
+                RETURNING x.position
+            ), kept AS (
+                -- By position, not delivery id: another worker's late attempt at the same
+                -- delivery may sit in the same batch, and only the lease holder's counts.
+                SELECT x.* FROM input x JOIN updated u ON u.position = x.position
+            ), stored AS (
+                INSERT INTO delivery_attempts (delivery_id, started_at, duration_ms, status_code, error_kind, error, response_head)
+                SELECT delivery_id, to_timestamp(started_at), duration_ms, status_code, error_kind, error, response_head
+                FROM kept ORDER BY position
+            ), summary AS (
+                SELECT subscription_id,
+                       bool_or(effect = 'succeeded') AS any_success,
+                       (array_agg(effect ORDER BY position DESC) FILTER (WHERE effect <> 'gone'))[1] AS last_effect,
+                       bool_or(effect = 'failed' AND (first_success IS NULL OR position < first_success)) AS failed_before_success,
+                       (array_agg(gone_reason ORDER BY position DESC) FILTER (WHERE effect = 'gone'))[1] AS gone_reason,
+                       max(overdue) AS overdue
+                FROM (SELECT k.*, min(position) FILTER (WHERE effect = 'succeeded') OVER (PARTITION BY subscription_id) AS first_success
+                      FROM kept k) k
+                GROUP BY subscription_id
+            ), changing AS (
+                SELECT s.id, m.any_success, m.last_effect, m.failed_before_success, m.gone_reason, m.overdue
+                FROM subscriptions s JOIN summary m ON m.subscription_id = s.id
+                WHERE m.gone_reason IS NOT NULL
+                   OR (m.any_success AND (s.failing_since IS NOT NULL OR s.last_success_at IS NULL
+                                          OR s.last_success_at < now() - interval '1 second'))
+                   OR (m.last_effect = 'failed' AND (m.any_success OR s.failing_since IS NULL))
+                   OR (m.failed_before_success AND s.enabled
+                       AND s.failing_since < now() - make_interval(secs => m.overdue))
+                ORDER BY s.id
+                FOR UPDATE OF s
+            ), subscription AS (
+                UPDATE subscriptions s
+                SET last_success_at = CASE WHEN c.any_success THEN now() ELSE s.last_success_at END,
+                    failing_since = CASE c.last_effect WHEN 'succeeded' THEN NULL
+                                                       WHEN 'failed' THEN CASE WHEN c.any_success THEN now()
+                                                                               ELSE coalesce(s.failing_since, now()) END
+                                                       ELSE s.failing_since END,
+                    enabled = CASE WHEN c.gone_reason IS NOT NULL THEN false
+                                   WHEN c.failed_before_success AND s.failing_since < now() - make_interval(secs => c.overdue) THEN false
+                                   ELSE s.enabled END,
+                    disabled_reason = CASE
+                        WHEN c.gone_reason IS NOT NULL THEN c.gone_reason
+                        WHEN c.failed_before_success AND s.enabled AND s.failing_since < now() - make_interval(secs => c.overdue)
+                            THEN 'every delivery has failed since ' || to_char(s.failing_since AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')
+                        ELSE s.disabled_reason END,
+                    updated_at = CASE WHEN c.gone_reason IS NOT NULL THEN now() ELSE s.updated_at END
+                FROM changing c WHERE s.id = c.id
+            )
+            SELECT position FROM updated
+            """, logger: logger)
+        var kept = Set<Int>()
+        for try await position in result.decode(Int.self) { kept.insert(position) }
+        return kept
     }
 
     public func releaseDelivery(_ task: DeliveryTask, owner: String) async throws {
@@ -202,6 +231,60 @@ extension PostgresEventStore: DeliveryStore {
             return order.compactMap { records[$0] }
         } catch {
             throw StoreError.wrap(error)
+        }
+    }
+}
+
+/// One delivery attempt waiting to be recorded, and its row in the batch statement's JSON.
+struct RecordedAttempt: Sendable {
+    let task: DeliveryTask
+    let owner: String
+    let attempt: DeliveryAttempt
+    let next: DeliveryNext
+    let disableAfter: Duration
+
+    struct Row: Encodable {
+        let position: Int
+        let delivery_id: Int64
+        let owner: String
+        let status: String
+        let delay: Double
+        /// Seconds since 1970: `to_timestamp` keeps microseconds, as a bound date does.
+        let started_at: Double
+        let duration_ms: Int
+        let status_code: Int?
+        let error_kind: String?
+        let error: String?
+        let response_head: String?
+        let subscription_id: String
+        /// What the attempt does to its subscription: succeeded, failed, or gone (a 410).
+        let effect: String
+        let gone_reason: String?
+        let overdue: Double
+
+        init(_ position: Int, _ recorded: RecordedAttempt) {
+            self.position = position
+            delivery_id = recorded.task.deliveryID
+            owner = recorded.owner
+            subscription_id = recorded.task.subscriptionID
+            (status, delay) = switch recorded.next {
+            case .delivered: ("delivered", 0)
+            case .retry(let after): ("pending", after.seconds)
+            case .dead: ("dead", 0)
+            }
+            (effect, gone_reason) = switch recorded.next {
+            case .delivered: ("succeeded", nil)
+            case .dead(let reason?): ("gone", reason)
+            case .retry, .dead(nil): ("failed", nil)
+            }
+            let attempt = recorded.attempt
+            started_at = attempt.startedAt.timeIntervalSince1970
+            duration_ms = Int(attempt.duration.seconds * 1000)
+            status_code = attempt.statusCode
+            error_kind = attempt.errorKind?.rawValue
+            error = attempt.error
+            response_head = attempt.responseHead
+            overdue = recorded.disableAfter.seconds
         }
     }
 }

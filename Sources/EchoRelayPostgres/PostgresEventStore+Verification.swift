@@ -53,7 +53,7 @@ extension PostgresEventStore {
     /// each, since one statement may move a user's row only once. A statement that fails as a
     /// whole (a deadlock, a lost connection) is retried one item at a time, so each caller
     /// gets its own answer.
-    static func finishBatch(_ finishes: [VerificationFinish], client: PostgresClient, logger: Logger) async -> [Result<Bool, any Error>] {
+    static func finishBatch(_ finishes: [VerificationFinish], on connection: PostgresConnection, logger: Logger) async -> [Result<Bool, any Error>] {
         var rounds: [[Int]] = []
         var verifiedPerUser: [String: Int] = [:]
         for (index, finish) in finishes.enumerated() {
@@ -68,7 +68,7 @@ extension PostgresEventStore {
         var results = [Result<Bool, any Error>?](repeating: nil, count: finishes.count)
         for round in rounds {
             do {
-                let kept = try await finishRound(round.map { finishes[$0] }, client: client, logger: logger)
+                let kept = try await finishRound(round.map { finishes[$0] }, on: connection, logger: logger)
                 for index in round { results[index] = .success(kept.contains(finishes[index].task.workItemID)) }
             } catch {
                 guard round.count > 1 else {
@@ -80,7 +80,7 @@ extension PostgresEventStore {
                 for index in round {
                     results[index] = await Result(catching: {
                         do {
-                            return try await finishRound([finishes[index]], client: client, logger: logger).contains(finishes[index].task.workItemID)
+                            return try await finishRound([finishes[index]], on: connection, logger: logger).contains(finishes[index].task.workItemID)
                         } catch {
                             throw StoreError.wrap(error)
                         }
@@ -98,9 +98,9 @@ extension PostgresEventStore {
     /// per enabled subscription that wants the type. Rows shared between batches (tokens,
     /// users) are written in key order, so two rounds never wait on each other in a cycle.
     /// Returns the work items whose lease was still ours.
-    private static func finishRound(_ finishes: [VerificationFinish], client: PostgresClient, logger: Logger) async throws -> Set<Int64> {
+    private static func finishRound(_ finishes: [VerificationFinish], on connection: PostgresConnection, logger: Logger) async throws -> Set<Int64> {
         let rows = try String(decoding: JSONEncoder().encode(finishes.map(VerificationFinish.Row.init)), as: UTF8.self)
-        let result = try await client.query("""
+        let result = try await connection.query("""
             WITH input AS (
                 SELECT * FROM jsonb_to_recordset(\(rows)::jsonb) AS x(
                     item bigint, owner text, event_id text, user_id text, sequence bigint, type text, occurred_at float8,

@@ -15,6 +15,8 @@ public struct PostgresEventStore: EventStore {
     private let ingests: GroupCommit<IncomingEvent, IngestReceipt>
     /// Verification outcomes finished at about the same time share one statement: see `finishBatch`.
     let finishes: GroupCommit<VerificationFinish, Bool>
+    /// Delivery attempts recorded at about the same time share one statement: see `recordBatch`.
+    let attempts: GroupCommit<RecordedAttempt, Bool>
 
     public init(client: PostgresClient, logger: Logger, sealer: SecretSealer? = nil) {
         self.client = client
@@ -22,11 +24,17 @@ public struct PostgresEventStore: EventStore {
         self.sealer = sealer
         // Four batches in flight keep the pipe full while one commits; 64 events a batch
         // keep one statement's parameters small.
-        ingests = GroupCommit(maximumBatch: 64, maximumCommitters: 4) { [client, logger] events in
-            await Self.ingestBatch(events, client: client, logger: logger)
+        // Each batch is taken off its queue only once a connection is held: while the
+        // database is away nothing is taken, so a request that times out meanwhile (503) is
+        // never written later.
+        ingests = GroupCommit(maximumBatch: 64, maximumCommitters: 4) { [client, logger] take in
+            try await client.withConnection { await Self.ingestBatch(take(), on: $0, logger: logger) }
         }
-        finishes = GroupCommit(maximumBatch: 64, maximumCommitters: 4) { [client, logger] finishes in
-            await Self.finishBatch(finishes, client: client, logger: logger)
+        finishes = GroupCommit(maximumBatch: 64, maximumCommitters: 4) { [client, logger] take in
+            try await client.withConnection { await Self.finishBatch(take(), on: $0, logger: logger) }
+        }
+        attempts = GroupCommit(maximumBatch: 64, maximumCommitters: 4) { [client, logger] take in
+            try await client.withConnection { await Self.recordBatch(take(), on: $0, logger: logger) }
         }
     }
 
@@ -41,9 +49,9 @@ public struct PostgresEventStore: EventStore {
     /// When the batch statement fails as a whole — an id stored by another process in the
     /// meantime, a deadlock, a lost connection — each event is tried alone, in arrival
     /// order, so each gets its own answer.
-    static func ingestBatch(_ events: [IncomingEvent], client: PostgresClient, logger: Logger) async -> [Result<IngestReceipt, any Error>] {
+    static func ingestBatch(_ events: [IncomingEvent], on connection: PostgresConnection, logger: Logger) async -> [Result<IngestReceipt, any Error>] {
         if events.count == 1 {
-            return [await Result(catching: { try await ingestOne(events[0], client: client, logger: logger) })]
+            return [await Result(catching: { try await ingestOne(events[0], on: connection, logger: logger) })]
         }
         var firstOccurrences: [Int] = []
         var alone: [Int] = []
@@ -53,7 +61,7 @@ public struct PostgresEventStore: EventStore {
         }
         var results = [Result<IngestReceipt, any Error>?](repeating: nil, count: events.count)
         do {
-            let stored = try await insertBatch(firstOccurrences.map { events[$0] }, client: client, logger: logger)
+            let stored = try await insertBatch(firstOccurrences.map { events[$0] }, on: connection, logger: logger)
             for index in firstOccurrences {
                 if let sequence = stored[events[index].id] {
                     results[index] = .success(IngestReceipt(id: events[index].id, sequence: sequence, isDuplicate: false))
@@ -67,7 +75,7 @@ public struct PostgresEventStore: EventStore {
             alone = Array(events.indices)
         }
         for index in alone.sorted() {
-            results[index] = await Result(catching: { try await ingestOne(events[index], client: client, logger: logger) })
+            results[index] = await Result(catching: { try await ingestOne(events[index], on: connection, logger: logger) })
         }
         return results.map { $0 ?? .failure(StoreError.unexpected("an event of a batch got no answer")) }
     }
@@ -76,7 +84,7 @@ public struct PostgresEventStore: EventStore {
     /// events, which are numbered in arrival order, and every new event gets its work item.
     /// Users are locked in user-id order, so two batches never wait on each other in a cycle.
     /// Returns the sequence of each event it stored; ids already stored are left out.
-    private static func insertBatch(_ events: [IncomingEvent], client: PostgresClient, logger: Logger) async throws -> [String: Int64] {
+    private static func insertBatch(_ events: [IncomingEvent], on connection: PostgresConnection, logger: Logger) async throws -> [String: Int64] {
         let ids = events.map(\.id)
         let users = events.map(\.userID)
         let types = events.map(\.type.rawValue)
@@ -85,7 +93,7 @@ public struct PostgresEventStore: EventStore {
         let phones = events.map { $0.phoneNumber ?? "" }
         let providers = events.map(\.echo.serviceProvider)
         let authorizations = events.map(\.echo.authorization.revealed)
-        let rows = try await client.query("""
+        let rows = try await connection.query("""
             WITH input AS (
                 SELECT * FROM unnest(\(ids)::text[], \(users)::text[], \(types)::text[], \(occurredAt)::timestamptz[],
                                      \(fingerprints)::text[], \(phones)::text[], \(providers)::text[], \(authorizations)::text[])
@@ -123,9 +131,9 @@ public struct PostgresEventStore: EventStore {
     /// verification work item. The upsert's row lock serialises a user's concurrent events,
     /// and a duplicate id fails the whole statement, so a sequence number is never taken
     /// without its event.
-    static func ingestOne(_ event: IncomingEvent, client: PostgresClient, logger: Logger) async throws -> IngestReceipt {
+    static func ingestOne(_ event: IncomingEvent, on connection: PostgresConnection, logger: Logger) async throws -> IngestReceipt {
         do {
-            let rows = try await client.query("""
+            let rows = try await connection.query("""
                 WITH next AS (
                     INSERT INTO user_sequences AS s (user_id, last_sequence) VALUES (\(event.userID), 1)
                     ON CONFLICT (user_id) DO UPDATE SET last_sequence = s.last_sequence + 1
@@ -148,16 +156,16 @@ public struct PostgresEventStore: EventStore {
             }
             throw StoreError.unexpected("ingest returned no row")
         } catch let error as PSQLError where error.isUniqueViolation(constraint: "events_pkey") {
-            return try await receiptForExisting(event, client: client, logger: logger)
+            return try await receiptForExisting(event, on: connection, logger: logger)
         } catch {
             throw StoreError.wrap(error)
         }
     }
 
     /// The first receipt for a retried `id`, or a conflict if the body differs.
-    private static func receiptForExisting(_ event: IncomingEvent, client: PostgresClient, logger: Logger) async throws -> IngestReceipt {
+    private static func receiptForExisting(_ event: IncomingEvent, on connection: PostgresConnection, logger: Logger) async throws -> IngestReceipt {
         do {
-            let rows = try await client.query(
+            let rows = try await connection.query(
                 "SELECT sequence, fingerprint FROM events WHERE id = \(event.id)", logger: logger
             )
             for try await (sequence, fingerprint) in rows.decode((Int64, Data).self) {

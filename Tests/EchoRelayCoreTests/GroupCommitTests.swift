@@ -37,14 +37,14 @@ import Testing
 
     @Test func aLoneRequestIsCommittedAtOnceOnItsOwn() async throws {
         let recorder = Recorder(delay: .zero)
-        let group = GroupCommit<Int, Int>(maximumBatch: 64, maximumCommitters: 4) { await recorder.commit($0) }
+        let group = GroupCommit<Int, Int>(maximumBatch: 64, maximumCommitters: 4) { take in await recorder.commit(take()) }
         #expect(try await group.submit(5) == 10)
         #expect(recorder.state.withLock { $0.batches } == [[5]])
     }
 
     @Test func concurrentRequestsShareCommitsAndEachGetsItsOwnAnswerAfterItsCommit() async throws {
         let recorder = Recorder(delay: .milliseconds(20))
-        let group = GroupCommit<Int, Int>(maximumBatch: 16, maximumCommitters: 2) { await recorder.commit($0) }
+        let group = GroupCommit<Int, Int>(maximumBatch: 16, maximumCommitters: 2) { take in await recorder.commit(take()) }
         let answers = await withTaskGroup(of: (Int, Result<Int, any Error>, Bool).self) { tasks in
             for input in 1...200 {
                 tasks.addTask {
@@ -73,7 +73,8 @@ import Testing
     }
 
     @Test func aCommitThatAnswersTooFewFailsTheRestInsteadOfLeavingThemWaiting() async throws {
-        let group = GroupCommit<Int, Int>(maximumBatch: 8, maximumCommitters: 1) { inputs in
+        let group = GroupCommit<Int, Int>(maximumBatch: 8, maximumCommitters: 1) { take in
+            let inputs = take()
             try? await Task.sleep(for: .milliseconds(20))
             return [.success(inputs[0])]
         }
@@ -91,7 +92,7 @@ extension GroupCommitTests {
     /// it could with a plain query: a request timeout must not wait for the database.
     @Test func aCancelledCallerStopsWaitingAndAQueuedRequestIsNeverCommitted() async throws {
         let recorder = Recorder(delay: .seconds(3600))
-        let group = GroupCommit<Int, Int>(maximumBatch: 8, maximumCommitters: 1) { await recorder.commit($0) }
+        let group = GroupCommit<Int, Int>(maximumBatch: 8, maximumCommitters: 1) { take in await recorder.commit(take()) }
         let first = Task { try await group.submit(1) }  // its commit hangs
         while recorder.state.withLock({ $0.batches.isEmpty }) { try await Task.sleep(for: .milliseconds(5)) }
         let second = Task { try await group.submit(2) }  // queued behind it
@@ -103,5 +104,34 @@ extension GroupCommitTests {
         await #expect(throws: CancellationError.self) { try await second.value }
         #expect(ContinuousClock.now - started < .seconds(5))
         #expect(recorder.state.withLock { $0.batches } == [[1]], "the queued request was dropped, not committed")
+    }
+}
+
+extension GroupCommitTests {
+    /// While the committer waits for a database connection, nothing is taken: a caller that
+    /// gives up meanwhile (answered 503) is never written once the database is back.
+    @Test func aCallerThatGivesUpBeforeItsBatchIsTakenIsNeverCommitted() async throws {
+        let connection = Gate()
+        let recorder = Recorder(delay: .zero)
+        let group = GroupCommit<Int, Int>(maximumBatch: 8, maximumCommitters: 1) { take in
+            await connection.wait()
+            return await recorder.commit(take())
+        }
+        let gaveUp = Task { try await group.submit(1) }
+        try await Task.sleep(for: .milliseconds(50))
+        gaveUp.cancel()
+        await #expect(throws: CancellationError.self) { try await gaveUp.value }
+        let stayed = Task { try await group.submit(2) }
+        try await Task.sleep(for: .milliseconds(50))
+        connection.open()
+        #expect(try await stayed.value == 4)
+        #expect(recorder.state.withLock { $0.batches }.flatMap { $0 } == [2], "only the caller still waiting was written")
+    }
+
+    @Test func aCommitThatCannotStartFailsItsBatchWithItsError() async throws {
+        struct NoConnection: Error, Equatable {}
+        let group = GroupCommit<Int, Int>(maximumBatch: 8, maximumCommitters: 2) { _ in throw NoConnection() }
+        await #expect(throws: NoConnection.self) { try await group.submit(1) }
+        await #expect(throws: NoConnection.self) { try await group.submit(2) }
     }
 }

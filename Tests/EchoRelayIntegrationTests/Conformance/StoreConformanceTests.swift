@@ -314,6 +314,57 @@ import TestSupport
         }
     }
 
+    /// Attempts recorded at once, as a busy delivery worker records them (the PostgreSQL
+    /// store shares statements between them): each is stored once, a lease that is not ours
+    /// is refused, and each subscription ends as its attempts one after another would leave it.
+    @Test(arguments: StoreKind.all)
+    func concurrentAttemptsAreEachRecordedAndLeaveEachSubscriptionsHealthRight(kind: StoreKind) async throws {
+        try await StoreHarness.withStore(kind) { store in
+            let healthy = try await store.subscribe(types: [.tokenRotated], ordered: false)
+            let failing = try await store.subscribe(types: [.phoneChanged], ordered: false)
+            for n in 0..<20 {
+                try await store.ingest("t\(n)", user: "u\(n)")
+                try await store.ingest("p\(n)", user: "v\(n)", type: .phoneChanged, phone: "+1555000\(100 + n)")
+            }
+            try await store.verifyAll()
+            let tasks = try await store.claimAllDeliveries()
+            #expect(tasks.count == 40)
+            let stranger = try #require(tasks.first)
+            let recorded = await withTaskGroup(of: Bool.self) { group in
+                for task in tasks {
+                    group.addTask {
+                        let ok = task.subscriptionID == healthy.id
+                        let attempt = DeliveryAttempt(startedAt: Date(), duration: .milliseconds(5), statusCode: ok ? 200 : 503,
+                                                      errorKind: ok ? nil : .status, error: nil, responseHead: ok ? "ok" : "busy")
+                        return (try? await store.recordDeliveryAttempt(
+                            task, owner: "conformance", attempt: attempt, next: ok ? .delivered : .retry(after: .seconds(60)),
+                            disableAfter: .seconds(86_400)
+                        )) ?? false
+                    }
+                }
+                group.addTask {  // another worker's claim on a delivery it does not hold
+                    (try? await store.recordDeliveryAttempt(
+                        stranger, owner: "someone else",
+                        attempt: DeliveryAttempt(startedAt: Date(), duration: .zero, statusCode: 200, errorKind: nil, error: nil, responseHead: nil),
+                        next: .delivered, disableAfter: .seconds(86_400)
+                    )) ?? true
+                }
+                return await group.reduce(into: [Bool]()) { $0.append($1) }
+            }
+            #expect(recorded.filter { $0 }.count == 40, "every held lease recorded, the stranger refused")
+            for n in 0..<20 {
+                let token = try await store.deliveries(eventID: "t\(n)")
+                #expect(token.map(\.status) == [.delivered] && token.first?.attempts.map(\.statusCode) == [200])
+                let phone = try await store.deliveries(eventID: "p\(n)")
+                #expect(phone.map(\.status) == [.pending] && phone.first?.attempts.map(\.statusCode) == [503])
+            }
+            let healthyAfter = try #require(try await store.subscription(id: healthy.id))
+            #expect(healthyAfter.lastSuccessAt != nil && healthyAfter.failingSince == nil && healthyAfter.enabled)
+            let failingAfter = try #require(try await store.subscription(id: failing.id))
+            #expect(failingAfter.lastSuccessAt == nil && failingAfter.failingSince != nil && failingAfter.enabled)
+        }
+    }
+
     @Test(arguments: StoreKind.all)
     func deletingASubscriptionCancelsItsPendingDeliveries(kind: StoreKind) async throws {
         try await StoreHarness.withStore(kind) { store in
