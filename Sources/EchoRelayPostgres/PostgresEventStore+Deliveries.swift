@@ -163,7 +163,10 @@ extension PostgresEventStore: DeliveryStore {
                 FOR UPDATE OF s
             ), subscription AS (
                 UPDATE subscriptions s
-                SET last_success_at = CASE WHEN c.any_success THEN now() ELSE s.last_success_at END,
+                -- The time it is written, not the transaction's start: a statement that waited for
+                -- this row must not write a time already a second old, or the next batch would
+                -- find it stale and lock the row again, and so on: a convoy.
+                SET last_success_at = CASE WHEN c.any_success THEN clock_timestamp() ELSE s.last_success_at END,
                     failing_since = CASE c.last_effect WHEN 'succeeded' THEN NULL
                                                        WHEN 'failed' THEN CASE WHEN c.any_success THEN now()
                                                                                ELSE coalesce(s.failing_since, now()) END
