@@ -160,7 +160,10 @@ extension PostgresEventStore: DeliveryStore {
                    OR (m.failed_before_success AND s.enabled
                        AND s.failing_since < now() - make_interval(secs => m.overdue))
                 ORDER BY s.id
-                FOR UPDATE OF s
+                -- NO KEY: a plain FOR UPDATE would conflict with the key-share locks that
+                -- fanning out new deliveries takes on their subscription (the foreign key), and
+                -- an outcome batch fanning out to two subscriptions in the other order deadlocked.
+                FOR NO KEY UPDATE OF s
             ), subscription AS (
                 UPDATE subscriptions s
                 -- The time it is written, not the transaction's start: a statement that waited for
