@@ -99,7 +99,7 @@ struct EchoRelayBench: AsyncParsableCommand {
 
         // 1. Ingest alone: serve --role ingest, closed loop at each connection count.
         if phases.contains("ingest") {
-        print("ingest: durable HTTP ingest, serve --role ingest, \(seconds) s per point", to: &standardError)
+        progress("ingest: durable HTTP ingest, serve --role ingest, \(seconds) s per point")
         try await databases.recreate("bench_ingest")
         let ingestServe = try await ServeProcess.start(
             binary: echorelay, environment: try environment(database: "bench_ingest", role: "ingest"),
@@ -114,7 +114,7 @@ struct EchoRelayBench: AsyncParsableCommand {
             let cpu = ((ingestServe.cpuSeconds() ?? 0) - cpuBefore) / Double(seconds)
             try await client.shutdown()
             report.ingest.append(.init(connections: count, rate: rate, failed: failed, serveCPU: cpu))
-            print(String(format: "  %3d connections  %8.0f events/s  (%d failed, serve used %.2f cores)", count, rate, failed, cpu), to: &standardError)
+            progress(String(format: "  %3d connections  %8.0f events/s  (%d failed, serve used %.2f cores)", count, rate, failed, cpu))
         }
         report.ingestPeakResident = ingestServe.peakResidentBytes()
         try await ingestServe.stop()
@@ -122,16 +122,16 @@ struct EchoRelayBench: AsyncParsableCommand {
 
         // 2. Claim-and-complete through the store, no HTTP.
         if phases.contains("claim") {
-        print("claim: claim-and-complete through PostgresEventStore, \(seconds) s", to: &standardError)
+        progress("claim: claim-and-complete through PostgresEventStore, \(seconds) s")
         let claim = try await ClaimMeasurement(databases: databases, logger: logger)
             .run(claimers: 8, batch: 50, seconds: seconds, seeded: 300_000)
         report.claim = claim
-        print(String(format: "  8 claimers, batches of 50  %8.0f items/s", claim.rate) + (claim.ranDry ? " (ran dry: a lower bound)" : ""), to: &standardError)
+        progress(String(format: "  8 claimers, batches of 50  %8.0f items/s", claim.rate) + (claim.ranDry ? " (ran dry: a lower bound)" : ""))
         }
 
         // 3. End to end: serve --role all, ordered subscriptions, fixed offered rates.
         if phases.contains("e2e") {
-        print("end to end: provider → serve → \(subscriptions) ordered subscriptions, \(seconds) s per rate", to: &standardError)
+        progress("end to end: provider → serve → \(subscriptions) ordered subscriptions, \(seconds) s per rate")
         try await databases.recreate("bench_e2e")
         let serve = try await ServeProcess.start(
             binary: echorelay, environment: try environment(database: "bench_e2e", role: "all"),
@@ -145,15 +145,15 @@ struct EchoRelayBench: AsyncParsableCommand {
         let sizeBefore = try await databases.withClient(url: e2eURL) { try await $0.integer("SELECT pg_database_size(current_database())", logger: logger) }
         let client = LoadGenerator.client(connections: 256)
         let measurement = EndToEndMeasurement(
-            serve: serve, adminToken: adminToken, subscriberPort: subscriber.port, subscriptions: subscriptions, tracker: tracker,
+            subscriptions: subscriptions, tracker: tracker,
             generator: LoadGenerator(serverURL: serve.url, providerURL: providerURL, secret: secret, users: users, client: client)
         )
         for (index, rate) in rates.enumerated() {
             let step = try await measurement.step(index, rate: rate, duration: .seconds(seconds), run: "e\(index)")
             report.latency.append(step)
-            print(String(format: "  %5d/s offered  %7.0f/s delivered  p50 %7.1f  p99 %7.1f  p99.9 %7.1f  max %7.1f ms  backlog %d→%d",
+            progress(String(format: "  %5d/s offered  %7.0f/s delivered  p50 %7.1f  p99 %7.1f  p99.9 %7.1f  max %7.1f ms  backlog %d→%d",
                          rate, step.deliveredRate, step.p50, step.p99, step.p999, step.max, step.backlogMiddle, step.backlogEnd)
-                  + (step.sustained(subscriptions: subscriptions) ? "" : "  not sustained"), to: &standardError)
+                  + (step.sustained(subscriptions: subscriptions) ? "" : "  not sustained"))
             if !step.drained { break }
         }
         try await client.shutdown()
@@ -198,8 +198,7 @@ private func ceiling(_ text: String) throws -> [Int: Double] {
     return result
 }
 
-/// Standard error, for progress lines; the table goes to standard output.
-nonisolated(unsafe) var standardError = StandardError()
-struct StandardError: TextOutputStream {
-    mutating func write(_ string: String) { FileHandle.standardError.write(Data(string.utf8)) }
+/// A progress line, on standard error; the table goes to standard output.
+private func progress(_ line: String) {
+    FileHandle.standardError.write(Data((line + "\n").utf8))
 }

@@ -30,9 +30,6 @@ struct LatencyStep: Sendable {
 
 /// Provider → EchoRelay → subscribers, at fixed offered rates, with ordered subscriptions.
 struct EndToEndMeasurement {
-    let serve: ServeProcess
-    let adminToken: String
-    let subscriberPort: Int
     let subscriptions: Int
     let tracker: Tracker
     let generator: LoadGenerator
