@@ -27,7 +27,7 @@ struct WorkLoop: Sendable {
                 // Under load, slots free up one at a time; a claim per free slot would run the
                 // claim query once per item (for deliveries, a scan of every pending one).
                 // Waiting until a quarter of the slots are free claims in batches instead.
-                if free >= max(1, concurrency / 4) || free == concurrency {
+                if free >= max(1, concurrency / 4) {
                     do {
                         let items = try await unlessStopped(stopped) { try await claim(free) }
                         failures = 0
