@@ -83,25 +83,7 @@ extension PostgresEventStore: DeliveryStore {
     /// A statement that fails as a whole is retried one attempt at a time, so each caller
     /// gets its own answer.
     static func recordBatch(_ attempts: [RecordedAttempt], on connection: PostgresConnection, logger: Logger) async -> [Result<Bool, any Error>] {
-        do {
-            let kept = try await recordStatement(attempts, on: connection, logger: logger)
-            return attempts.indices.map { .success(kept.contains($0)) }
-        } catch {
-            guard attempts.count > 1 else { return [.failure(StoreError.wrap(error))] }
-            logger.debug("a batch of delivery attempts failed as a whole; recording them one by one",
-                         metadata: ["attempts": "\(attempts.count)", "error": "\(StoreError.wrap(error))"])
-            var results: [Result<Bool, any Error>] = []
-            for attempt in attempts {
-                results.append(await Result(catching: {
-                    do {
-                        return try await recordStatement([attempt], on: connection, logger: logger).contains(0)
-                    } catch {
-                        throw StoreError.wrap(error)
-                    }
-                }))
-            }
-            return results
-        }
+        await writeLeased(attempts, "delivery attempts", logger: logger) { try await recordStatement($0, on: connection, logger: logger) }
     }
 
     /// One statement, so one round trip and one commit for the batch. Each delivery is

@@ -65,30 +65,14 @@ extension PostgresEventStore {
             if round == rounds.count { rounds.append([]) }
             rounds[round].append(index)
         }
-        var results = [Result<Bool, any Error>?](repeating: nil, count: finishes.count)
+        var answers: [(index: Int, result: Result<Bool, any Error>)] = []
         for round in rounds {
-            do {
-                let kept = try await finishRound(round.map { finishes[$0] }, on: connection, logger: logger)
-                for index in round { results[index] = .success(kept.contains(finishes[index].task.workItemID)) }
-            } catch {
-                guard round.count > 1 else {
-                    results[round[0]] = .failure(StoreError.wrap(error))
-                    continue
-                }
-                logger.debug("a batch of verification outcomes failed as a whole; recording them one by one",
-                             metadata: ["outcomes": "\(round.count)", "error": "\(StoreError.wrap(error))"])
-                for index in round {
-                    results[index] = await Result(catching: {
-                        do {
-                            return try await finishRound([finishes[index]], on: connection, logger: logger).contains(finishes[index].task.workItemID)
-                        } catch {
-                            throw StoreError.wrap(error)
-                        }
-                    })
-                }
+            let results = await writeLeased(round.map { finishes[$0] }, "verification outcomes", logger: logger) {
+                try await finishRound($0, on: connection, logger: logger)
             }
+            answers += zip(round, results).map { ($0, $1) }
         }
-        return results.map { $0 ?? .failure(StoreError.unexpected("an outcome of a batch got no answer")) }
+        return answers.sorted { $0.index < $1.index }.map(\.result)
     }
 
     /// One statement, so one round trip and one commit for the whole round. Deleting the
@@ -97,21 +81,22 @@ extension PostgresEventStore {
     /// confirmed token, the user's state (only a newer sequence moves it) and one delivery
     /// per enabled subscription that wants the type. Rows shared between batches (tokens,
     /// users) are written in key order, so two rounds never wait on each other in a cycle.
-    /// Returns the work items whose lease was still ours.
-    private static func finishRound(_ finishes: [VerificationFinish], on connection: PostgresConnection, logger: Logger) async throws -> Set<Int64> {
-        let rows = try String(decoding: JSONEncoder().encode(finishes.map(VerificationFinish.Row.init)), as: UTF8.self)
+    /// Returns the positions in `finishes` of those whose lease was still ours (by position:
+    /// a stale claim of the same item in the batch does not count).
+    private static func finishRound(_ finishes: [VerificationFinish], on connection: PostgresConnection, logger: Logger) async throws -> Set<Int> {
+        let rows = try String(decoding: JSONEncoder().encode(finishes.enumerated().map(VerificationFinish.Row.init)), as: UTF8.self)
         let result = try await connection.query("""
             WITH input AS (
                 SELECT * FROM jsonb_to_recordset(\(rows)::jsonb) AS x(
-                    item bigint, owner text, event_id text, user_id text, sequence bigint, type text, occurred_at float8,
+                    position int, item bigint, owner text, event_id text, user_id text, sequence bigint, type text, occurred_at float8,
                     status text, reason text, verified boolean, provider_user_id text, provider_phone text,
                     token_hash text, state text, user_phone text)
             ), kept AS (
                 DELETE FROM work_items w USING input x
                 WHERE w.id = x.item AND w.lease_owner = x.owner
-                RETURNING w.id
+                RETURNING x.position
             ), finished AS (
-                SELECT x.* FROM input x JOIN kept ON kept.id = x.item
+                SELECT x.* FROM input x JOIN kept ON kept.position = x.position
             ), decided AS (
                 UPDATE events e
                 SET status = f.status, status_reason = f.reason, decided_at = now(),
@@ -144,10 +129,10 @@ extension PostgresEventStore {
                 WHERE f.verified
                 ON CONFLICT (event_id, subscription_id) WHERE replay_id IS NULL DO NOTHING
             )
-            SELECT id FROM kept
+            SELECT position FROM kept
             """, logger: logger)
-        var kept = Set<Int64>()
-        for try await id in result.decode(Int64.self) { kept.insert(id) }
+        var kept = Set<Int>()
+        for try await position in result.decode(Int.self) { kept.insert(position) }
         return kept
     }
 
@@ -221,6 +206,7 @@ struct VerificationFinish: Sendable {
     let outcome: VerificationOutcome
 
     struct Row: Encodable {
+        let position: Int
         let item: Int64
         let owner: String
         let event_id: String
@@ -239,8 +225,9 @@ struct VerificationFinish: Sendable {
         let state: String
         let user_phone: String?
 
-        init(_ finish: VerificationFinish) {
+        init(_ position: Int, _ finish: VerificationFinish) {
             let task = finish.task, outcome = finish.outcome
+            self.position = position
             let deactivates = task.type == .accountDeactivated
             item = task.workItemID
             owner = finish.owner

@@ -22,20 +22,9 @@ public struct PostgresEventStore: EventStore {
         self.client = client
         self.logger = logger
         self.sealer = sealer
-        // Four batches in flight keep the pipe full while one commits; 64 events a batch
-        // keep one statement's parameters small.
-        // Each batch is taken off its queue only once a connection is held: while the
-        // database is away nothing is taken, so a request that times out meanwhile (503) is
-        // never written later.
-        ingests = GroupCommit(maximumBatch: 64, maximumCommitters: 4) { [client, logger] take in
-            try await client.withConnection { await Self.ingestBatch(take(), on: $0, logger: logger) }
-        }
-        finishes = GroupCommit(maximumBatch: 64, maximumCommitters: 4) { [client, logger] take in
-            try await client.withConnection { await Self.finishBatch(take(), on: $0, logger: logger) }
-        }
-        attempts = GroupCommit(maximumBatch: 64, maximumCommitters: 4) { [client, logger] take in
-            try await client.withConnection { await Self.recordBatch(take(), on: $0, logger: logger) }
-        }
+        ingests = Self.groupCommit(client: client) { await Self.ingestBatch($0, on: $1, logger: logger) }
+        finishes = Self.groupCommit(client: client) { await Self.finishBatch($0, on: $1, logger: logger) }
+        attempts = Self.groupCommit(client: client) { await Self.recordBatch($0, on: $1, logger: logger) }
     }
 
     /// Stores the event and its verification work item, and answers only after the commit

@@ -1,0 +1,50 @@
+import EchoRelayCore
+import Logging
+import PostgresNIO
+
+/// The store's group commits: ingests, verification outcomes and delivery attempts that
+/// arrive at about the same time share one statement and one commit.
+extension PostgresEventStore {
+    /// A group commit whose batches are written on one connection. Four batches in flight
+    /// keep the pipe full while one commits; 64 items a batch keep a statement small. A batch
+    /// is taken off its queue only once a connection is held: while the database is away
+    /// nothing is taken, so a request that times out meanwhile (503) is never written later.
+    static func groupCommit<Input: Sendable, Output: Sendable>(
+        client: PostgresClient, _ write: @escaping @Sendable ([Input], PostgresConnection) async -> [Result<Output, any Error>]
+    ) -> GroupCommit<Input, Output> {
+        GroupCommit(maximumBatch: 64, maximumCommitters: 4) { take in
+            try await client.withConnection { connection in
+                let batch = take()
+                return batch.isEmpty ? [] : await write(batch, connection)  // empty: every caller gave up
+            }
+        }
+    }
+
+    /// Writes leased items (verification outcomes, delivery attempts) with `statement`, which
+    /// returns the positions of the items whose lease was still ours: the whole batch at once,
+    /// or, if that fails as a whole (a deadlock, a lost connection, one item's bad value), each
+    /// item alone, so each caller gets its own answer.
+    static func writeLeased<Item>(
+        _ items: [Item], _ what: String, logger: Logger, _ statement: ([Item]) async throws -> Set<Int>
+    ) async -> [Result<Bool, any Error>] {
+        do {
+            let kept = try await statement(items)
+            return items.indices.map { .success(kept.contains($0)) }
+        } catch {
+            guard items.count > 1 else { return [.failure(StoreError.wrap(error))] }
+            logger.debug("a batch of \(what) failed as a whole; writing them one by one",
+                         metadata: ["items": "\(items.count)", "error": "\(StoreError.wrap(error))"])
+            var results: [Result<Bool, any Error>] = []
+            for item in items {
+                results.append(await Result(catching: {
+                    do {
+                        return try await statement([item]).contains(0)
+                    } catch {
+                        throw StoreError.wrap(error)
+                    }
+                }))
+            }
+            return results
+        }
+    }
+}
