@@ -78,14 +78,14 @@ public struct PostgresEventStore: EventStore {
         let users = events.map(\.userID)
         let types = events.map(\.type.rawValue)
         let occurredAt = events.map(\.occurredAt)
-        let fingerprints = events.map { Data($0.fingerprint).base64EncodedString() }
+        let fingerprints = events.map { ByteBuffer(bytes: $0.fingerprint) }
         let phones = events.map { $0.phoneNumber ?? "" }
         let providers = events.map(\.echo.serviceProvider)
         let authorizations = events.map(\.echo.authorization.revealed)
         let rows = try await connection.query("""
             WITH input AS (
                 SELECT * FROM unnest(\(ids)::text[], \(users)::text[], \(types)::text[], \(occurredAt)::timestamptz[],
-                                     \(fingerprints)::text[], \(phones)::text[], \(providers)::text[], \(authorizations)::text[])
+                                     \(fingerprints)::bytea[], \(phones)::text[], \(providers)::text[], \(authorizations)::text[])
                     WITH ORDINALITY AS i(id, user_id, type, occurred_at, fingerprint, phone, provider, authorization, position)
             ), fresh AS (
                 SELECT * FROM input i WHERE NOT EXISTS (SELECT 1 FROM events e WHERE e.id = i.id)
@@ -101,7 +101,7 @@ public struct PostgresEventStore: EventStore {
                                     pushed_phone_number, echo_service_provider, echo_authorization)
                 SELECT f.id, f.user_id,
                        next.last_sequence - counts.n + row_number() OVER (PARTITION BY f.user_id ORDER BY f.position),
-                       f.type, f.occurred_at, decode(f.fingerprint, 'base64'), nullif(f.phone, ''), f.provider, f.authorization
+                       f.type, f.occurred_at, f.fingerprint, nullif(f.phone, ''), f.provider, f.authorization
                 FROM fresh f JOIN counts USING (user_id) JOIN next USING (user_id)
                 RETURNING id, sequence
             ), work AS (
