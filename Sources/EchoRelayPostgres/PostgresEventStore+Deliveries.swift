@@ -133,7 +133,9 @@ extension PostgresEventStore: DeliveryStore {
                       FROM kept k) k
                 GROUP BY subscription_id
             ), changing AS (
-                SELECT s.id, m.any_success, m.last_effect, m.failed_before_success, m.gone_reason, m.overdue
+                SELECT s.id, m.any_success, m.last_effect, m.gone_reason,
+                       coalesce(m.failed_before_success AND s.enabled
+                                AND s.failing_since < now() - make_interval(secs => m.overdue), false) AS overdue
                 FROM subscriptions s JOIN summary m ON m.subscription_id = s.id
                 WHERE m.gone_reason IS NOT NULL
                    OR (m.any_success AND (s.failing_since IS NOT NULL OR s.last_success_at IS NULL
@@ -156,12 +158,10 @@ extension PostgresEventStore: DeliveryStore {
                                                        WHEN 'failed' THEN CASE WHEN c.any_success THEN now()
                                                                                ELSE coalesce(s.failing_since, now()) END
                                                        ELSE s.failing_since END,
-                    enabled = CASE WHEN c.gone_reason IS NOT NULL THEN false
-                                   WHEN c.failed_before_success AND s.failing_since < now() - make_interval(secs => c.overdue) THEN false
-                                   ELSE s.enabled END,
+                    enabled = s.enabled AND c.gone_reason IS NULL AND NOT c.overdue,
                     disabled_reason = CASE
                         WHEN c.gone_reason IS NOT NULL THEN c.gone_reason
-                        WHEN c.failed_before_success AND s.enabled AND s.failing_since < now() - make_interval(secs => c.overdue)
+                        WHEN c.overdue
                             THEN 'every delivery has failed since ' || to_char(s.failing_since AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')
                         ELSE s.disabled_reason END,
                     updated_at = CASE WHEN c.gone_reason IS NOT NULL THEN now() ELSE s.updated_at END
