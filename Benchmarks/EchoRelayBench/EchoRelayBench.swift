@@ -53,19 +53,15 @@ struct EchoRelayBench: AsyncParsableCommand {
     @Option(help: "Log level of the measured serve (its log goes to a file beside the CSV).")
     var serveLogLevel = "info"
 
-    @Option(help: "Measurements to run, comma-separated: ingest, claim, e2e (all by default; one alone is handy under a profiler).")
-    var only = "ingest,claim,e2e"
+    @Option(help: "Measurements to run, comma-separated: ingest, claim, e2e (all by default; one alone is handy under a profiler).", transform: phases)
+    var only: Set<String> = ["ingest", "claim", "e2e"]
 
     @Option(help: "Where to write the end-to-end steps as CSV, for the plot.")
     var csv = "bench-latency.csv"
 
-    mutating func run() async throws {
+    func run() async throws {
         var logger = Logger(label: "echorelay-bench")
         logger.logLevel = .error
-        let databases = Databases(adminURL: databaseURL, logger: logger)
-        let logFolder = URL(fileURLWithPath: csv).deletingLastPathComponent().path
-        var report = Report(ceilingIngest: ceilingIngest, ceilingClaim: ceilingClaim, subscriptions: subscriptions)
-
         let tracker = Tracker()
         let providerPort = Mutex(0)
         let provider = try await LoopbackServer.start(BenchProvider.router(port: { providerPort.withLock { $0 } }))
@@ -78,103 +74,132 @@ struct EchoRelayBench: AsyncParsableCommand {
             provider.stop()
             subscriber.stop()
         }
-        let providerURL = "http://127.0.0.1:\(provider.port)\(BenchProvider.path)"
         let ingestSecret = WebhookSecret.generate()
-        let adminToken = "bench-admin-" + OAuth1.randomNonce()
-        func environment(database: String, role: String) throws -> [String: String] {
-            [
-                "ECHORELAY_DATABASE_URL": try databases.url(of: database), "ECHORELAY_ROLE": role,
-                "ECHORELAY_INGEST_SECRETS": ingestSecret, "ECHORELAY_ADMIN_TOKEN": adminToken,
-                "ECHORELAY_CONSUMER_KEY": BenchProvider.consumerKey, "ECHORELAY_ECHO_ALLOWED_HOSTS": "127.0.0.1:\(provider.port)",
-                "ECHORELAY_ECHO_ALLOW_HTTP": "1", "ECHORELAY_ALLOW_PRIVATE_SUBSCRIBERS": "1", "ECHORELAY_LOG_LEVEL": serveLogLevel,
-                "ECHORELAY_SUBSCRIPTION_CONCURRENCY": String(subscriptionConcurrency),
-            ]
-        }
-        let secret = try WebhookSecret(ingestSecret)
-
-        let phases = Set(only.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) })
-        if let unknown = phases.subtracting(["ingest", "claim", "e2e"]).first {
-            throw ValidationError("--only: \(unknown) is not one of ingest, claim, e2e")
-        }
-
-        // 1. Ingest alone: serve --role ingest, closed loop at each connection count.
-        if phases.contains("ingest") {
-        progress("ingest: durable HTTP ingest, serve --role ingest, \(seconds) s per point")
-        try await databases.recreate("bench_ingest")
-        let ingestServe = try await ServeProcess.start(
-            binary: echorelay, environment: try environment(database: "bench_ingest", role: "ingest"),
-            logPath: logFolder + "/bench-serve-ingest.log"
+        let bench = Bench(
+            options: self, databases: Databases(adminURL: databaseURL, logger: logger), logger: logger,
+            logFolder: URL(fileURLWithPath: csv).deletingLastPathComponent().path,
+            providerURL: "http://127.0.0.1:\(provider.port)\(BenchProvider.path)", providerHost: "127.0.0.1:\(provider.port)",
+            subscriberPort: subscriber.port, ingestSecret: ingestSecret, secret: try WebhookSecret(ingestSecret),
+            adminToken: "bench-admin-" + OAuth1.randomNonce(), tracker: tracker
         )
-        for (index, count) in connections.enumerated() {
+
+        var report = Report(ceilingIngest: ceilingIngest, ceilingClaim: ceilingClaim, subscriptions: subscriptions)
+        if only.contains("ingest") { try await bench.measureIngest(into: &report) }
+        if only.contains("claim") { try await bench.measureClaim(into: &report) }
+        if only.contains("e2e") {
+            try await bench.measureEndToEnd(into: &report) { secrets in subscriberSecrets.withLock { $0 = secrets } }
+        }
+        print(report.markdown(seconds: seconds, users: users))
+        try report.csv.write(toFile: csv, atomically: true, encoding: .utf8)
+    }
+}
+
+/// One run's fixed parts, and its three measurements.
+struct Bench {
+    let options: EchoRelayBench
+    let databases: Databases
+    let logger: Logger
+    /// Where the measured serve processes write their logs.
+    let logFolder: String
+    let providerURL: String
+    let providerHost: String
+    let subscriberPort: Int
+    let ingestSecret: String
+    let secret: WebhookSecret
+    let adminToken: String
+    let tracker: Tracker
+
+    /// A release serve with `role` on a fresh database `database`, configured for the stand-ins.
+    func startServe(database: String, role: String) async throws -> ServeProcess {
+        try await databases.recreate(database)
+        return try await ServeProcess.start(binary: options.echorelay, environment: [
+            "ECHORELAY_DATABASE_URL": try databases.url(of: database), "ECHORELAY_ROLE": role,
+            "ECHORELAY_INGEST_SECRETS": ingestSecret, "ECHORELAY_ADMIN_TOKEN": adminToken,
+            "ECHORELAY_CONSUMER_KEY": BenchProvider.consumerKey, "ECHORELAY_ECHO_ALLOWED_HOSTS": providerHost,
+            "ECHORELAY_ECHO_ALLOW_HTTP": "1", "ECHORELAY_ALLOW_PRIVATE_SUBSCRIBERS": "1",
+            "ECHORELAY_LOG_LEVEL": options.serveLogLevel,
+            "ECHORELAY_SUBSCRIPTION_CONCURRENCY": String(options.subscriptionConcurrency),
+        ], logPath: "\(logFolder)/bench-serve-\(role).log")
+    }
+
+    func generator(serverURL: String, client: HTTPClient) -> LoadGenerator {
+        LoadGenerator(serverURL: serverURL, providerURL: providerURL, secret: secret, users: options.users, client: client)
+    }
+
+    /// Ingest alone: serve --role ingest, a closed loop at each connection count.
+    func measureIngest(into report: inout Report) async throws {
+        let seconds = options.seconds
+        progress("ingest: durable HTTP ingest, serve --role ingest, \(seconds) s per point")
+        let serve = try await startServe(database: "bench_ingest", role: "ingest")
+        for (index, count) in options.connections.enumerated() {
             let client = LoadGenerator.client(connections: count)
-            let generator = LoadGenerator(serverURL: ingestServe.url, providerURL: providerURL, secret: secret, users: users, client: client)
+            let generator = generator(serverURL: serve.url, client: client)
             if index == 0 { _ = await generator.closedLoop(run: "warm", connections: count, duration: .seconds(2)) }
-            let cpuBefore = ingestServe.cpuSeconds() ?? 0
+            let cpuBefore = serve.cpuSeconds() ?? 0
             let (rate, failed) = await generator.closedLoop(run: "c\(count)", connections: count, duration: .seconds(seconds))
-            let cpu = ((ingestServe.cpuSeconds() ?? 0) - cpuBefore) / Double(seconds)
+            let cpu = ((serve.cpuSeconds() ?? 0) - cpuBefore) / Double(seconds)
             try await client.shutdown()
             report.ingest.append(.init(connections: count, rate: rate, failed: failed, serveCPU: cpu))
             progress(String(format: "  %3d connections  %8.0f events/s  (%d failed, serve used %.2f cores)", count, rate, failed, cpu))
         }
-        report.ingestPeakResident = ingestServe.peakResidentBytes()
-        try await ingestServe.stop()
-        }
+        report.ingestPeakResident = serve.peakResidentBytes()
+        try await serve.stop()
+    }
 
-        // 2. Claim-and-complete through the store, no HTTP.
-        if phases.contains("claim") {
-        progress("claim: claim-and-complete through PostgresEventStore, \(seconds) s")
+    /// Claim-and-complete through the store, no HTTP.
+    func measureClaim(into report: inout Report) async throws {
+        progress("claim: claim-and-complete through PostgresEventStore, \(options.seconds) s")
         let claim = try await ClaimMeasurement(databases: databases, logger: logger)
-            .run(claimers: 8, batch: 50, seconds: seconds, seeded: 300_000)
+            .run(claimers: 8, batch: 50, seconds: options.seconds, seeded: 300_000)
         report.claim = claim
         progress(String(format: "  8 claimers, batches of 50  %8.0f items/s", claim.rate) + (claim.ranDry ? " (ran dry: a lower bound)" : ""))
-        }
+    }
 
-        // 3. End to end: serve --role all, ordered subscriptions, fixed offered rates.
-        if phases.contains("e2e") {
-        progress("end to end: provider → serve → \(subscriptions) ordered subscriptions, \(seconds) s per rate")
-        try await databases.recreate("bench_e2e")
-        let serve = try await ServeProcess.start(
-            binary: echorelay, environment: try environment(database: "bench_e2e", role: "all"),
-            logPath: logFolder + "/bench-serve-e2e.log"
-        )
-        let secrets = try await EndToEndMeasurement.subscribe(
-            serverURL: serve.url, adminToken: adminToken, subscriberPort: subscriber.port, count: subscriptions
-        )
-        subscriberSecrets.withLock { $0 = secrets }
-        let e2eURL = try databases.url(of: "bench_e2e")
-        let sizeBefore = try await databases.withClient(url: e2eURL) { try await $0.integer("SELECT pg_database_size(current_database())", logger: logger) }
+    /// End to end: serve --role all, ordered subscriptions, rising offered rates; then the
+    /// storage the run left behind.
+    func measureEndToEnd(into report: inout Report, subscribed: ([WebhookSecret]) -> Void) async throws {
+        let subscriptions = options.subscriptions
+        progress("end to end: provider → serve → \(subscriptions) ordered subscriptions, \(options.seconds) s per rate")
+        let serve = try await startServe(database: "bench_e2e", role: "all")
+        subscribed(try await EndToEndMeasurement.subscribe(
+            serverURL: serve.url, adminToken: adminToken, subscriberPort: subscriberPort, count: subscriptions
+        ))
+        let url = try databases.url(of: "bench_e2e")
+        let sizeBefore = try await databases.withClient(url: url) {
+            try await $0.integer("SELECT pg_database_size(current_database())", logger: logger)
+        }
         let client = LoadGenerator.client(connections: 256)
         let measurement = EndToEndMeasurement(
-            subscriptions: subscriptions, tracker: tracker,
-            generator: LoadGenerator(serverURL: serve.url, providerURL: providerURL, secret: secret, users: users, client: client)
+            subscriptions: subscriptions, tracker: tracker, generator: generator(serverURL: serve.url, client: client)
         )
-        for (index, rate) in rates.enumerated() {
-            let step = try await measurement.step(index, rate: rate, duration: .seconds(seconds), run: "e\(index)")
+        for (index, rate) in options.rates.enumerated() {
+            let step = try await measurement.step(index, rate: rate, duration: .seconds(options.seconds), run: "e\(index)")
             report.latency.append(step)
             progress(String(format: "  %5d/s offered  %7.0f/s delivered  p50 %7.1f  p99 %7.1f  p99.9 %7.1f  max %7.1f ms  backlog %d→%d",
-                         rate, step.deliveredRate, step.p50, step.p99, step.p999, step.max, step.backlogMiddle, step.backlogEnd)
-                  + (step.sustained(subscriptions: subscriptions) ? "" : "  not sustained"))
+                            rate, step.deliveredRate, step.p50, step.p99, step.p999, step.max, step.backlogMiddle, step.backlogEnd)
+                     + (step.sustained(subscriptions: subscriptions) ? "" : "  not sustained"))
             if !step.drained { break }
         }
         try await client.shutdown()
         report.peakResident = serve.peakResidentBytes()
-        let snapshot = tracker.snapshot
-        report.badSignatures = snapshot.badSignatures
+        report.badSignatures = tracker.snapshot.badSignatures
         try await serve.stop()
 
-        // 4. Storage: what the end-to-end run left in its database.
-        report.storage = try await databases.withClient(url: e2eURL) { client in
+        report.storage = try await databases.withClient(url: url) { client in
             try await client.query("CHECKPOINT", logger: logger)
             let size = try await client.integer("SELECT pg_database_size(current_database())", logger: logger)
             let events = try await client.integer("SELECT count(*) FROM events", logger: logger)
             return (events: Int(events), bytes: Int(size - sizeBefore))
         }
-        }
-
-        let table = report.markdown(seconds: seconds, users: users)
-        print(table)
-        try report.csv.write(toFile: csv, atomically: true, encoding: .utf8)
     }
+}
+
+private func phases(_ text: String) throws -> Set<String> {
+    let phases = Set(text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) })
+    if let unknown = phases.subtracting(["ingest", "claim", "e2e"]).first {
+        throw ValidationError("\(unknown) is not one of ingest, claim, e2e")
+    }
+    return phases
 }
 
 private func integers(_ text: String) throws -> [Int] {

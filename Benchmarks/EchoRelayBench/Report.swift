@@ -45,7 +45,7 @@ struct Report {
         for point in ingest {
             let ceiling = ceilingIngest[point.connections]
             let target = point.connections == 1 ? "" : "≥ 0.8× (group commit: aim ≥ 1.5×)"
-            lines.append("| HTTP ingest, \(point.connections) connection\(point.connections == 1 ? "" : "s") | \(number(point.rate)) events/s | \(ceiling.map { number($0) + " tx/s" } ?? "–") | \(ratio(point.rate, ceiling)) | \(target) |")
+            lines.append("| HTTP ingest, \(point.connections) connection\(point.connections == 1 ? "" : "s") | \(number(point.rate)) events/s (serve \(String(format: "%.2f", point.serveCPU)) cores) | \(ceiling.map { number($0) + " tx/s" } ?? "–") | \(ratio(point.rate, ceiling)) | \(target) |")
         }
         if let claim {
             let ceiling = ceilingClaim[8]

@@ -24,7 +24,6 @@ final class Tracker: Sendable {
         var outOfOrder = 0
         var duplicates = 0
         var badSignatures = 0
-        var strays = 0
     }
 
     private let state = Mutex(State())
@@ -49,10 +48,8 @@ final class Tracker: Sendable {
             let key = "\(subscription)/\(user)"
             if let last = state.lastSequence[key], last > sequence { state.outOfOrder += 1 }
             state.lastSequence[key] = max(state.lastSequence[key] ?? 0, sequence)
-            guard let (step, n) = EventIDs.parse(eventID), step == state.current.step else {
-                state.strays += 1
-                return
-            }
+            // A late delivery of an earlier step counts for order and duplicates only.
+            guard let (step, n) = EventIDs.parse(eventID), step == state.current.step else { return }
             let intended = state.current.start + state.current.interval * n
             let micros = max(0, (now - intended).microseconds)
             _ = state.current.latencyMicros.record(UInt64(micros))
