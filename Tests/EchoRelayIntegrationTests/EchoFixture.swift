@@ -10,6 +10,18 @@ import TestSupport
 /// A live server with its verify workers, and a stand-in identity provider they talk to.
 struct EchoFixture: Sendable {
     static let consumerKey = "digits-consumer-key"
+
+    /// The environment of a `serve` child process on `database` that verifies with the
+    /// stand-in provider at `providerHost` and may deliver to loopback subscribers, logging
+    /// errors only; tests add their timings on top.
+    static func serveEnvironment(database: TestDatabase, providerHost: String) -> [String: String] {
+        [
+            "ECHORELAY_DATABASE_URL": database.url, "ECHORELAY_INGEST_SECRETS": LiveServer.ingestSecret,
+            "ECHORELAY_ADMIN_TOKEN": LiveServer.adminToken, "ECHORELAY_CONSUMER_KEY": consumerKey,
+            "ECHORELAY_ECHO_ALLOWED_HOSTS": providerHost, "ECHORELAY_ECHO_ALLOW_HTTP": "1",
+            "ECHORELAY_ALLOW_PRIVATE_SUBSCRIBERS": "1", "ECHORELAY_LOG_LEVEL": "error",
+        ]
+    }
     static let consumerSecret = "digits-consumer-secret"
 
     let server: LiveServer

@@ -18,12 +18,9 @@ import Glibc
         let session = provider.issueToken(for: "4242")
         try await provider.run { provider in
             try await TestDatabase.withFresh { database in
-                let environment = [
-                    "ECHORELAY_DATABASE_URL": database.url, "ECHORELAY_INGEST_SECRETS": LiveServer.ingestSecret,
-                    "ECHORELAY_ADMIN_TOKEN": LiveServer.adminToken, "ECHORELAY_CONSUMER_KEY": EchoFixture.consumerKey,
-                    "ECHORELAY_ECHO_ALLOWED_HOSTS": provider.host, "ECHORELAY_ECHO_ALLOW_HTTP": "1",
-                    "ECHORELAY_ECHO_TIMEOUT": "2s", "ECHORELAY_DELIVERY_TIMEOUT": "2s", "ECHORELAY_LEASE": "3s", "ECHORELAY_LOG_LEVEL": "error",
-                ]
+                let environment = EchoFixture.serveEnvironment(database: database, providerHost: provider.host).merging([
+                    "ECHORELAY_ECHO_TIMEOUT": "2s", "ECHORELAY_DELIVERY_TIMEOUT": "2s", "ECHORELAY_LEASE": "3s",
+                ]) { _, new in new }
                 provider.setMode(.hang)
                 let firstPort = try freeLoopbackPort()
                 let first = try ChildProcess(["serve", "--port", String(firstPort)], environment: environment)
@@ -75,17 +72,13 @@ import Glibc
         try await provider.run { provider in
             try await StandInSubscriber().run { subscriber in
                 try await TestDatabase.withFresh { database in
-                    let environment = [
-                        "ECHORELAY_DATABASE_URL": database.url, "ECHORELAY_INGEST_SECRETS": LiveServer.ingestSecret,
-                        "ECHORELAY_ADMIN_TOKEN": LiveServer.adminToken, "ECHORELAY_CONSUMER_KEY": EchoFixture.consumerKey,
-                        "ECHORELAY_ECHO_ALLOWED_HOSTS": provider.host, "ECHORELAY_ECHO_ALLOW_HTTP": "1",
-                        "ECHORELAY_ALLOW_PRIVATE_SUBSCRIBERS": "1", "ECHORELAY_REPLAY_RATE": "2",
+                    let environment = EchoFixture.serveEnvironment(database: database, providerHost: provider.host).merging([
+                        "ECHORELAY_REPLAY_RATE": "2",
                         "ECHORELAY_ECHO_TIMEOUT": "2s", "ECHORELAY_DELIVERY_TIMEOUT": "2s", "ECHORELAY_LEASE": "3s",
                         // A delivery that times out on a loaded machine is tried again within
                         // the test's 30 s, not after the default schedule's 5 s and then 5 min.
                         "ECHORELAY_RETRY_SCHEDULE": "200ms,500ms,1s,1s,1s,1s,1s,1s,1s,1s",
-                        "ECHORELAY_LOG_LEVEL": "error",
-                    ]
+                    ]) { _, new in new }
                     let admin = [("Authorization", "Bearer \(LiveServer.adminToken)"), ("Content-Type", "application/json")]
                     let firstPort = try freeLoopbackPort()
                     let first = try ChildProcess(["serve", "--port", String(firstPort)], environment: environment)

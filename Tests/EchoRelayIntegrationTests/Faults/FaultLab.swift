@@ -30,18 +30,14 @@ struct FaultLab: Sendable {
         try await provider.run { provider in
             try await StandInSubscriber().run { subscriber in
                 @Sendable func inDatabase(_ database: TestDatabase) async throws {
-                    let environment = [
-                        "ECHORELAY_DATABASE_URL": database.url, "ECHORELAY_INGEST_SECRETS": LiveServer.ingestSecret,
-                        "ECHORELAY_ADMIN_TOKEN": LiveServer.adminToken, "ECHORELAY_CONSUMER_KEY": EchoFixture.consumerKey,
-                        "ECHORELAY_ECHO_ALLOWED_HOSTS": provider.host, "ECHORELAY_ECHO_ALLOW_HTTP": "1",
-                        "ECHORELAY_ALLOW_PRIVATE_SUBSCRIBERS": "1", "ECHORELAY_LOG_LEVEL": "error",
+                    let environment = EchoFixture.serveEnvironment(database: database, providerHost: provider.host).merging([
                         // A short lease, so that a killed process's work comes back quickly, and
                         // schedules with many quick retries, so that a slow moment on a loaded
                         // machine is retried rather than ending unverifiable or dead.
                         "ECHORELAY_ECHO_TIMEOUT": "2s", "ECHORELAY_DELIVERY_TIMEOUT": "2s", "ECHORELAY_LEASE": "4s",
                         "ECHORELAY_ECHO_RETRY_SCHEDULE": "200ms,500ms,1s,1s,1s,1s,1s,1s,1s,1s",
                         "ECHORELAY_RETRY_SCHEDULE": "200ms,500ms,1s,1s,1s,1s,1s,1s,1s,1s,1s,1s",
-                    ].merging(settings) { _, new in new }
+                    ]) { _, new in new }.merging(settings) { _, new in new }
                     try await body(FaultLab(database: database, provider: provider, subscriber: subscriber, environment: environment))
                 }
                 if let given {
