@@ -61,6 +61,9 @@ import Testing
         #expect(outcome(Self.decide(type, Self.ok("<html>")))! == (.rejected, .unreadableResponse))
         #expect(outcome(Self.decide(type, Self.ok(#"{"screen_name":"x"}"#)))! == (.rejected, .unreadableResponse))
         #expect(outcome(Self.decide(type, .response(status: 200, body: [])))! == (.rejected, .unreadableResponse))
+        // Values the database could not store are no account.
+        #expect(outcome(Self.decide(type, Self.ok(#"{"id_str":"42\u0000"}"#)))! == (.rejected, .unreadableResponse))
+        #expect(outcome(Self.decide(type, Self.ok(#"{"id_str":"42","phone_number":"+1555\u0000"}"#)))! == (.rejected, .unreadableResponse))
     }
 
     @Test(arguments: EventType.allCases)

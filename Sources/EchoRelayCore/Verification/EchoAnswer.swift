@@ -77,7 +77,10 @@ public enum EchoOutcomeRules {
         }
     }
 
-    /// The account of a Digits `account.json` or Twitter `verify_credentials` answer.
+    /// The account of a Digits `account.json` or Twitter `verify_credentials` answer. An id
+    /// or phone number with a NUL character is no account: both are stored with the outcome,
+    /// and a value the database refuses would leave the outcome unrecordable, so the event
+    /// would be asked about again at every lease, forever.
     static func account(in body: [UInt8]) -> (id: String, phone: String?)? {
         guard case .object(let object)? = try? JSONValue.parse(body) else { return nil }
         let id: String
@@ -86,6 +89,8 @@ public enum EchoOutcomeRules {
         case (_, .integer(let number)?): id = String(number)
         default: return nil
         }
-        return (id, object["phone_number"]?.stringValue)
+        let phone = object["phone_number"]?.stringValue
+        guard !TextRules.containsNUL(id), !(phone.map(TextRules.containsNUL) ?? false) else { return nil }
+        return (id, phone)
     }
 }
