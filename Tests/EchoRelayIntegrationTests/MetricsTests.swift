@@ -25,13 +25,16 @@ import TestSupport
                 ).status == 202)
                 try await subscriber.waitForDeliveries(count: 2, within: .seconds(20))
 
-                // The replayed delivery's attempt is recorded just after the subscriber answers.
-                var metrics = PrometheusText(try await f.server.http.get("/metrics").text)
+                // The replayed delivery's attempt is recorded just after the subscriber answers,
+                // and counted once it is committed. A scrape reads the queues before it emits the
+                // counters, so the scrape that first shows the count may hold a queue read from just
+                // before that commit: the figures are read from the scrape after it.
                 let deadline = ContinuousClock.now + .seconds(10)
-                while metrics["echorelay_deliveries_total", ["outcome": "delivered"]] != 2, ContinuousClock.now < deadline {
+                while PrometheusText(try await f.server.http.get("/metrics").text)["echorelay_deliveries_total", ["outcome": "delivered"]] != 2,
+                      ContinuousClock.now < deadline {
                     try await Task.sleep(for: .milliseconds(100))
-                    metrics = PrometheusText(try await f.server.http.get("/metrics").text)
                 }
+                let metrics = PrometheusText(try await f.server.http.get("/metrics").text)
                 #expect(metrics["echorelay_events_received_total", ["type": "token.rotated", "result": "accepted"]] == 1)
                 #expect(metrics["echorelay_events_received_total", ["type": "unknown", "result": "refused"]] == 2)
                 #expect(metrics["echorelay_verification_outcomes_total", ["outcome": "verified", "reason": "provider_confirmed"]] == 1)
