@@ -395,6 +395,33 @@ import TestSupport
         }
     }
 
+    // MARK: Console sessions
+
+    @Test(arguments: StoreKind.all)
+    func consoleSessionsAreFoundByKeyHashAndEndWithSignOutExpiryOrTheirToken(kind: StoreKind) async throws {
+        try await StoreHarness.withStore(kind) { store in
+            let (record, _) = try await store.createAccessToken(name: "Sam", role: .support)
+            let sam = Principal(tokenID: record.id, name: "Sam", role: .support)
+            let later = Date(timeIntervalSince1970: (Date().timeIntervalSince1970 + 3600).rounded())  // exact in both stores
+            let samSession = ConsoleSession(principal: sam, formToken: "form-1", expiresAt: later)
+            try await store.createConsoleSession(keyHash: Array(repeating: 1, count: 32), samSession)
+            let adminSession = ConsoleSession(principal: .environmentAdmin, formToken: "form-2", expiresAt: later)
+            try await store.createConsoleSession(keyHash: Array(repeating: 2, count: 32), adminSession)
+            try await store.createConsoleSession(keyHash: Array(repeating: 3, count: 32),
+                                                 ConsoleSession(principal: sam, formToken: "form-3", expiresAt: Date().addingTimeInterval(-1)))
+
+            #expect(try await store.consoleSession(keyHash: Array(repeating: 1, count: 32)) == samSession)
+            #expect(try await store.consoleSession(keyHash: Array(repeating: 2, count: 32)) == adminSession)
+            #expect(try await store.consoleSession(keyHash: Array(repeating: 3, count: 32)) == nil, "expired")
+            #expect(try await store.consoleSession(keyHash: Array(repeating: 4, count: 32)) == nil, "unknown")
+
+            #expect(try await store.revokeAccessToken(id: record.id))
+            #expect(try await store.consoleSession(keyHash: Array(repeating: 1, count: 32)) == nil, "its token was revoked")
+            try await store.deleteConsoleSession(keyHash: Array(repeating: 2, count: 32))
+            #expect(try await store.consoleSession(keyHash: Array(repeating: 2, count: 32)) == nil, "signed out")
+        }
+    }
+
     // MARK: Replays
 
     @Test(arguments: StoreKind.all)

@@ -1,0 +1,46 @@
+import EchoRelayCore
+import Foundation
+import PostgresNIO
+
+extension PostgresEventStore: ConsoleSessionStore {
+    public func createConsoleSession(keyHash: [UInt8], _ session: ConsoleSession) async throws {
+        do {
+            // One statement: the expired sessions go in the same commit as the new one.
+            try await client.query("""
+                WITH expired AS (DELETE FROM console_sessions WHERE expires_at <= now())
+                INSERT INTO console_sessions (key_sha256, token_id, name, role, form_token, expires_at)
+                VALUES (\(Data(keyHash)), \(session.principal.tokenID), \(session.principal.name),
+                        \(session.principal.role.rawValue), \(session.formToken), \(session.expiresAt))
+                """, logger: logger)
+        } catch {
+            throw StoreError.wrap(error)
+        }
+    }
+
+    public func consoleSession(keyHash: [UInt8]) async throws -> ConsoleSession? {
+        do {
+            let rows = try await client.query("""
+                SELECT s.token_id, coalesce(t.name, s.name), s.role, s.form_token, s.expires_at
+                FROM console_sessions s LEFT JOIN access_tokens t ON t.id = s.token_id
+                WHERE s.key_sha256 = \(Data(keyHash)) AND s.expires_at > now()
+                  AND (s.token_id IS NULL OR t.revoked_at IS NULL)
+                """, logger: logger)
+            for try await (tokenID, name, role, formToken, expiresAt) in rows.decode((String?, String, String, String, Date).self) {
+                guard let role = Role(rawValue: role) else { throw StoreError.unexpected("a console session has an unknown role") }
+                return ConsoleSession(principal: Principal(tokenID: tokenID, name: name, role: role), formToken: formToken,
+                                      expiresAt: expiresAt)
+            }
+            return nil
+        } catch {
+            throw StoreError.wrap(error)
+        }
+    }
+
+    public func deleteConsoleSession(keyHash: [UInt8]) async throws {
+        do {
+            try await client.query("DELETE FROM console_sessions WHERE key_sha256 = \(Data(keyHash))", logger: logger)
+        } catch {
+            throw StoreError.wrap(error)
+        }
+    }
+}

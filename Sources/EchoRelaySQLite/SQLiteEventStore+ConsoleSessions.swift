@@ -1,0 +1,37 @@
+import EchoRelayCore
+import Foundation
+
+extension SQLiteEventStore {
+    public func createConsoleSession(keyHash: [UInt8], _ newSession: ConsoleSession) async throws {
+        try await session.write { db in
+            try await db.run("DELETE FROM console_sessions WHERE expires_at <= ?1", [db.now])
+            try await db.run("""
+                INSERT INTO console_sessions (key_sha256, token_id, name, role, form_token, created_at, expires_at)
+                VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+                """, [Blob(keyHash), newSession.principal.tokenID, newSession.principal.name, newSession.principal.role.rawValue,
+                      newSession.formToken, db.now, newSession.expiresAt])
+        }
+    }
+
+    public func consoleSession(keyHash: [UInt8]) async throws -> ConsoleSession? {
+        try await session.read { db in
+            guard let row = try await db.row("""
+                SELECT s.token_id, coalesce(t.name, s.name), s.role, s.form_token, s.expires_at
+                FROM console_sessions s LEFT JOIN access_tokens t ON t.id = s.token_id
+                WHERE s.key_sha256 = ?1 AND s.expires_at > ?2 AND (s.token_id IS NULL OR t.revoked_at IS NULL)
+                """, [Blob(keyHash), db.now]) else { return nil }
+            guard let role = Role(rawValue: try row.string(2)) else {
+                throw StoreError.unexpected("a console session has an unknown role")
+            }
+            return ConsoleSession(principal: Principal(tokenID: try row.optionalString(0), name: try row.string(1), role: role),
+                                  formToken: try row.string(3), expiresAt: try row.date(4))
+        }
+    }
+
+    public func deleteConsoleSession(keyHash: [UInt8]) async throws {
+        try await session.read { db in
+            try await db.run("DELETE FROM console_sessions WHERE key_sha256 = ?1", [Blob(keyHash)])
+        }
+    }
+
+}
