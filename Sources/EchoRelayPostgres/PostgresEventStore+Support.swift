@@ -13,7 +13,9 @@ extension PostgresEventStore: TimelineStore {
                        count(d.id) FILTER (WHERE d.replay_id IS NULL AND d.status = 'delivered')::integer,
                        count(d.id) FILTER (WHERE d.replay_id IS NULL AND d.status = 'dead')::integer,
                        count(d.id) FILTER (WHERE d.replay_id IS NULL AND d.status = 'cancelled')::integer,
-                       count(d.id) FILTER (WHERE d.replay_id IS NOT NULL)::integer
+                       count(d.id) FILTER (WHERE d.replay_id IS NOT NULL)::integer,
+                       coalesce(array_agg(d.subscription_id ORDER BY d.subscription_id) FILTER (WHERE d.id IS NOT NULL AND d.replay_id IS NULL), '{}'),
+                       coalesce(array_agg(d.status ORDER BY d.subscription_id) FILTER (WHERE d.id IS NOT NULL AND d.replay_id IS NULL), '{}')
                 FROM events e LEFT JOIN deliveries d ON d.event_id = e.id
                 WHERE e.user_id = \(query.userID)
                   AND (\(query.types?.map(\.rawValue))::text[] IS NULL OR e.type = ANY (\(query.types?.map(\.rawValue))::text[]))
@@ -27,7 +29,7 @@ extension PostgresEventStore: TimelineStore {
                 """, logger: logger)
             var entries: [TimelineEntry] = []
             for try await row in rows.decode(
-                (String, String, Int64, Date, Date, String, String?, Date?, Date?, Int, Int, Int, Int, Int).self
+                (String, String, Int64, Date, Date, String, String?, Date?, Date?, Int, Int, Int, Int, Int, [String], [String]).self
             ) {
                 guard let type = EventType(rawValue: row.1), let status = EventStatus(rawValue: row.5) else {
                     throw StoreError.unexpected("event \(row.0) has an unknown type or status")
@@ -36,8 +38,14 @@ extension PostgresEventStore: TimelineStore {
                     id: row.0, type: type, userID: query.userID, sequence: row.2, occurredAt: row.3, receivedAt: row.4,
                     status: status, reason: row.6.flatMap(VerificationReason.init(rawValue:)), decidedAt: row.7, verifiedAt: row.8
                 )
+                let bySubscription = try zip(row.14, row.15).map { subscriptionID, status in
+                    guard let status = DeliveryStatus(rawValue: status) else {
+                        throw StoreError.unexpected("a delivery of event \(row.0) has an unknown status")
+                    }
+                    return SubscriptionDeliveryState(subscriptionID: subscriptionID, status: status)
+                }
                 entries.append(TimelineEntry(event: event, deliveries: DeliverySummary(
-                    pending: row.9, delivered: row.10, dead: row.11, cancelled: row.12, replays: row.13
+                    pending: row.9, delivered: row.10, dead: row.11, cancelled: row.12, replays: row.13, bySubscription: bySubscription
                 )))
             }
             return entries

@@ -11,7 +11,8 @@ extension SQLiteEventStore {
                        count(d.id) FILTER (WHERE d.replay_id IS NULL AND d.status = 'delivered'),
                        count(d.id) FILTER (WHERE d.replay_id IS NULL AND d.status = 'dead'),
                        count(d.id) FILTER (WHERE d.replay_id IS NULL AND d.status = 'cancelled'),
-                       count(d.id) FILTER (WHERE d.replay_id IS NOT NULL)
+                       count(d.id) FILTER (WHERE d.replay_id IS NOT NULL),
+                       json_group_array(json_array(d.subscription_id, d.status)) FILTER (WHERE d.id IS NOT NULL AND d.replay_id IS NULL)
                 FROM events e LEFT JOIN deliveries d ON d.event_id = e.id
                 WHERE e.user_id = ?1
                   AND (?2 IS NULL OR e.type IN (SELECT value FROM json_each(?2)))
@@ -35,9 +36,16 @@ extension SQLiteEventStore {
                     reason: try row.optionalString(6).flatMap(VerificationReason.init(rawValue:)),
                     decidedAt: try row.optionalDate(7), verifiedAt: try row.optionalDate(8)
                 )
+                let pairs = try JSONDecoder().decode([[String]].self, from: Data(try row.string(14).utf8))
+                let bySubscription = try pairs.map { pair in
+                    guard pair.count == 2, let status = DeliveryStatus(rawValue: pair[1]) else {
+                        throw StoreError.unexpected("a delivery of event \(id) has an unknown status")
+                    }
+                    return SubscriptionDeliveryState(subscriptionID: pair[0], status: status)
+                }.sorted { $0.subscriptionID < $1.subscriptionID }
                 return TimelineEntry(event: event, deliveries: DeliverySummary(
                     pending: try row.int(9), delivered: try row.int(10), dead: try row.int(11), cancelled: try row.int(12),
-                    replays: try row.int(13)
+                    replays: try row.int(13), bySubscription: bySubscription
                 ))
             }
         }

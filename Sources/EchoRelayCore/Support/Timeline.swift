@@ -32,16 +32,31 @@ public struct DeliverySummary: Sendable, Equatable {
     public var dead = 0
     public var cancelled = 0
     public var replays = 0
+    /// The state of the original delivery to each subscription, by subscription id.
+    public var bySubscription: [SubscriptionDeliveryState] = []
 
-    public init(pending: Int = 0, delivered: Int = 0, dead: Int = 0, cancelled: Int = 0, replays: Int = 0) {
+    public init(pending: Int = 0, delivered: Int = 0, dead: Int = 0, cancelled: Int = 0, replays: Int = 0,
+                bySubscription: [SubscriptionDeliveryState] = []) {
         self.pending = pending
         self.delivered = delivered
         self.dead = dead
         self.cancelled = cancelled
         self.replays = replays
+        self.bySubscription = bySubscription
     }
 
     public var total: Int { pending + delivered + dead + cancelled }
+}
+
+/// Where one event's original delivery to one subscription stands.
+public struct SubscriptionDeliveryState: Sendable, Equatable {
+    public var subscriptionID: String
+    public var status: DeliveryStatus
+
+    public init(subscriptionID: String, status: DeliveryStatus) {
+        self.subscriptionID = subscriptionID
+        self.status = status
+    }
 }
 
 public struct TimelineEntry: Sendable, Equatable {

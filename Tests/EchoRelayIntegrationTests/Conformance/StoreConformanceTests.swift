@@ -554,7 +554,8 @@ import TestSupport
     @Test(arguments: StoreKind.all)
     func aTimelineIsNewestFirstFilteredPagedAndSummarisesDeliveries(kind: StoreKind) async throws {
         try await StoreHarness.withStore(kind) { store in
-            _ = try await store.subscribe()
+            let all = try await store.subscribe()
+            let gone = try await store.subscribe(types: [.tokenRotated])
             try await store.ingest("a1", user: "a")
             try await store.ingest("a2", user: "a", type: .accountDeactivated)
             try await store.ingest("a3", user: "a")
@@ -562,9 +563,13 @@ import TestSupport
             try await store.verifyAll { task in
                 task.eventID == "a2" ? .rejected(.accountActive) : VerificationOutcome(status: .verified, reason: .providerConfirmed)
             }
+            #expect(try await store.deleteSubscription(id: gone.id))  // cancels its pending deliveries
             let timeline = try await store.timeline(TimelineQuery(userID: "a"))
             #expect(timeline.map(\.event.id) == ["a3", "a2", "a1"])
             #expect(timeline.map(\.deliveries.pending) == [1, 0, 1])
+            let states = [SubscriptionDeliveryState(subscriptionID: all.id, status: .pending),
+                          SubscriptionDeliveryState(subscriptionID: gone.id, status: .cancelled)].sorted { $0.subscriptionID < $1.subscriptionID }
+            #expect(timeline.map(\.deliveries.bySubscription) == [states, [], states])
             #expect(timeline[1].event.reason == .accountActive)
             #expect(try await store.timeline(TimelineQuery(userID: "a", types: [.accountDeactivated])).map(\.event.id) == ["a2"])
             #expect(try await store.timeline(TimelineQuery(userID: "a", statuses: [.verified])).map(\.event.id) == ["a3", "a1"])
