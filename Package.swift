@@ -26,6 +26,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.2.0"),  // latency percentiles in the benchmark
+        .package(url: "https://github.com/hummingbird-project/swift-mustache", from: "2.1.1"),  // the support console's pages
     ],
     targets: [
         // Domain types, validation and signatures: no server or database dependency.
@@ -89,12 +90,15 @@ let package = Package(
                 "EchoRelayCore",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Prometheus", package: "swift-prometheus"),  // GET /metrics
+                .product(name: "Mustache", package: "swift-mustache"),      // /console pages
+                .product(name: "Crypto", package: "swift-crypto"),          // console session keys
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ],
-            // The OpenAPI description, served at GET /openapi.yaml from the binary itself.
-            resources: [.embedInCode("OpenAPI")],
+            // The OpenAPI description (GET /openapi.yaml) and the console's templates and style
+            // sheet, embedded in the binary itself.
+            resources: [.embedInCode("OpenAPI"), .embedInCode("Console/Templates")],
             swiftSettings: swiftSettings
         ),
         // Configuration → stores, services and the HTTP application, as one ServiceGroup.

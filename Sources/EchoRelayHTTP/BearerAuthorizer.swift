@@ -37,7 +37,12 @@ public struct BearerAuthorizer: Sendable {
         guard parts.count == 2, parts[0].lowercased() == "bearer" else {
             throw .unauthorized("the Authorization header must be \"Bearer <token>\"")
         }
-        let token = parts[1].trimmingCharacters(in: .whitespaces)
+        return try await authenticate(token: parts[1].trimmingCharacters(in: .whitespaces))
+    }
+
+    /// Whose token this is (the console's sign-in form presents one): 401 unless it is
+    /// valid and unrevoked; 503 if the token store cannot be reached.
+    func authenticate(token: String) async throws(Problem) -> Principal {
         let presented = SHA256.hash(data: Data(token.utf8))
         if let adminTokenHash, presented == adminTokenHash {
             return .environmentAdmin
@@ -58,6 +63,9 @@ public struct BearerAuthorizer: Sendable {
         guard let principal else { throw .unauthorized("the bearer token is not valid") }
         return principal
     }
+
+    /// Whether `ECHORELAY_ADMIN_TOKEN` is set: a console session it opened ends when it is not.
+    var acceptsEnvironmentAdmin: Bool { adminTokenHash != nil }
 
     /// Who the request is from, if their role is one of `roles`: 401 as `authenticate`,
     /// and 403 (problem+json naming the roles allowed) for any other role.

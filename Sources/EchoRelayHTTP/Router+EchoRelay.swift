@@ -62,5 +62,10 @@ public func buildRouter(servesAPI: Bool = true, _ dependencies: HTTPDependencies
     SubscriptionsController(
         store: dependencies.store, authorizer: dependencies.authorizer, urlPolicy: dependencies.subscriberURLPolicy
     ).addRoutes(to: router)
+    ConsoleController(
+        store: dependencies.store,
+        sessions: ConsoleSessions(store: dependencies.store, authorizer: dependencies.authorizer, now: dependencies.now),
+        renderer: ConsoleRenderer(), workCreated: dependencies.workCreated, metrics: dependencies.metrics, now: dependencies.now
+    ).addRoutes(to: router)
     return router
 }

@@ -1,0 +1,80 @@
+import Crypto
+import EchoRelayCore
+import Foundation
+import HTTPTypes
+import Hummingbird
+
+/// Who is signed in to the console. Signing in presents a `support` or `admin` access token
+/// once; the browser then holds only a random session key in an `HttpOnly`, `SameSite=Strict`
+/// cookie scoped to `/console` (`Secure` when the request came over TLS), and the database
+/// holds only the key's SHA-256 with who signed in and the session's CSRF token.
+struct ConsoleSessions: Sendable {
+    static let cookieName = "echorelay_console"
+    /// A short-lived cookie that pairs the sign-in form with its POST (login CSRF).
+    static let signInCookieName = "echorelay_console_signin"
+    static let lifetime: TimeInterval = 8 * 3600
+
+    let store: any ConsoleSessionStore
+    let authorizer: BearerAuthorizer
+    let now: @Sendable () -> Date
+
+    /// The request's session, or nil when it has none, or an unknown, expired or revoked one.
+    func current(_ request: Request) async throws -> ConsoleSession? {
+        guard let key = request.cookies[Self.cookieName]?.value, !key.isEmpty else { return nil }
+        guard let session = try await store.consoleSession(keyHash: Self.hash(key)) else { return nil }
+        // A session of ECHORELAY_ADMIN_TOKEN ends when the variable is no longer set.
+        if session.principal.tokenID == nil && !authorizer.acceptsEnvironmentAdmin { return nil }
+        return session
+    }
+
+    /// Opens a session for `principal` and returns it with the cookie that carries its key.
+    func open(for principal: Principal, secure: Bool) async throws -> (ConsoleSession, Cookie) {
+        let key = Self.randomToken()
+        let session = ConsoleSession(principal: principal, formToken: Self.randomToken(),
+                                     expiresAt: now().addingTimeInterval(Self.lifetime))
+        try await store.createConsoleSession(keyHash: Self.hash(key), session)
+        let cookie = Cookie(name: Self.cookieName, value: key, maxAge: Int(Self.lifetime), path: "/console",
+                            secure: secure, httpOnly: true, sameSite: .strict)
+        return (session, cookie)
+    }
+
+    /// Ends the request's session, if any, and returns the cookie that clears it.
+    func close(_ request: Request) async throws -> Cookie {
+        if let key = request.cookies[Self.cookieName]?.value, !key.isEmpty {
+            try await store.deleteConsoleSession(keyHash: Self.hash(key))
+        }
+        return Self.expired(Self.cookieName, secure: Self.isSecure(request))
+    }
+
+    static func expired(_ name: String, secure: Bool) -> Cookie {
+        Cookie(name: name, value: "", maxAge: 0, path: "/console", secure: secure, httpOnly: true, sameSite: .strict)
+    }
+
+    /// 256 random bits in unpadded base64url: a valid cookie value and form field as it is.
+    static func randomToken() -> String {
+        SymmetricKey(size: .bits256).withUnsafeBytes { Data($0) }.base64EncodedString()
+            .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+            .replacingOccurrences(of: "=", with: "")
+    }
+
+    static func hash(_ key: String) -> [UInt8] {
+        Array(SHA256.hash(data: Data(key.utf8)))
+    }
+
+    /// Whether a form's CSRF token is the expected one, in time that does not depend on where
+    /// they differ (comparing digests of equal length).
+    static func tokensMatch(_ presented: String?, _ expected: String) -> Bool {
+        guard let presented, !expected.isEmpty else { return false }
+        let a = SHA256.hash(data: Data(presented.utf8)), b = SHA256.hash(data: Data(expected.utf8))
+        return zip(a, b).reduce(UInt8(0)) { $0 | ($1.0 ^ $1.1) } == 0
+    }
+
+    /// Whether the browser reached us over TLS: directly, or through a proxy that says so.
+    /// Used only to add `Secure` to cookies, so a forged header makes a cookie stricter, never looser.
+    static func isSecure(_ request: Request) -> Bool {
+        if request.uri.scheme == .https { return true }
+        if let proto = request.headers[HTTPField.Name("X-Forwarded-Proto")!], proto.lowercased().hasPrefix("https") { return true }
+        if let forwarded = request.headers[HTTPField.Name("Forwarded")!], forwarded.lowercased().contains("proto=https") { return true }
+        return false
+    }
+}

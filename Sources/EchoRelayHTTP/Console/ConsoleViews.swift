@@ -1,0 +1,342 @@
+import EchoRelayCore
+import Foundation
+
+// What each console template shows, built from the store's records. Plain values only: the
+// templates format nothing, and Mustache escapes every value.
+
+struct MessagePage {
+    struct Link {
+        let label: String
+        let href: String
+    }
+
+    let heading: String
+    let text: String
+    let link: Link?
+}
+
+struct SignInPage {
+    /// Pairs the form with the sign-in cookie (login CSRF).
+    let csrf: String
+}
+
+struct HomePage {
+    let userID: String
+}
+
+struct UserPage {
+    struct State {
+        let state: String
+        let phone: String?
+        let lastSequence: Int64
+        let lastEventAt: TimeView
+
+        init(_ user: UserState, now: Date) {
+            state = user.state.rawValue
+            phone = user.phoneNumber
+            lastSequence = user.lastSequence
+            lastEventAt = TimeView(user.lastEventAt, now: now)
+        }
+    }
+
+    let userID: String
+    let state: State?
+    let events: [TimelineRow]
+    let older: String?
+}
+
+struct TimelineRow {
+    struct Delivery {
+        let subscriptionID: String
+        let status: String
+    }
+
+    let id: String
+    let link: String
+    let type: String
+    let sequence: Int64
+    let status: String
+    let reason: String?
+    let receivedAt: TimeView
+    let deliveries: [Delivery]
+    let replays: Int?
+
+    init(_ entry: TimelineEntry, now: Date) {
+        let event = entry.event
+        id = event.id
+        link = ConsolePath.event(event.id)
+        type = event.type.rawValue
+        sequence = event.sequence
+        status = event.status.rawValue
+        reason = event.reason?.rawValue
+        receivedAt = TimeView(event.receivedAt, now: now)
+        deliveries = entry.deliveries.bySubscription.map { Delivery(subscriptionID: $0.subscriptionID, status: $0.status.rawValue) }
+        replays = entry.deliveries.replays > 0 ? entry.deliveries.replays : nil
+    }
+}
+
+struct EventPage {
+    struct Provider {
+        let userID: String
+        let phone: String?
+    }
+
+    struct Delivery {
+        let subscriptionID: String
+        let replayID: String?
+        let webhookID: String
+        let status: String
+        let createdAt: TimeView
+        let nextAttemptAt: TimeView?
+        let attempts: [Attempt]
+    }
+
+    struct Attempt {
+        let startedAt: TimeView
+        let statusCode: Int?
+        let latency: String
+        let errorKind: String?
+        let error: String?
+        let answer: String?
+    }
+
+    struct Target {
+        let id: String
+        let url: String
+    }
+
+    let id: String
+    let userID: String
+    let userLink: String
+    let type: String
+    let sequence: Int64
+    let status: String
+    let reason: String?
+    let occurredAt: TimeView
+    let receivedAt: TimeView
+    let decidedAt: TimeView?
+    let provider: Provider?
+    let deliveries: [Delivery]
+    let verified: Bool
+    let subscriptions: [Target]
+    let replayAction: String
+    let reasonDraft: String
+
+    init(_ event: StoredEvent, deliveries: [DeliveryRecord], subscriptions: [Subscription], reasonDraft: String, now: Date) {
+        id = event.id
+        userID = event.userID
+        userLink = ConsolePath.user(event.userID)
+        type = event.type.rawValue
+        sequence = event.sequence
+        status = event.status.rawValue
+        reason = event.reason?.rawValue
+        occurredAt = TimeView(event.occurredAt, now: now)
+        receivedAt = TimeView(event.receivedAt, now: now)
+        decidedAt = event.decidedAt.map { TimeView($0, now: now) }
+        provider = event.providerUserID.map { Provider(userID: $0, phone: event.providerPhoneNumber) }
+        self.deliveries = deliveries.map { delivery in
+            Delivery(
+                subscriptionID: delivery.subscriptionID, replayID: delivery.replayID, webhookID: delivery.webhookID,
+                status: delivery.status.rawValue, createdAt: TimeView(delivery.createdAt, now: now),
+                nextAttemptAt: delivery.status == .pending ? delivery.nextAttemptAt.map { TimeView($0, now: now) } : nil,
+                attempts: delivery.attempts.map { attempt in
+                    Attempt(startedAt: TimeView(attempt.startedAt, now: now), statusCode: attempt.statusCode,
+                            latency: Self.milliseconds(attempt.duration), errorKind: attempt.errorKind?.rawValue,
+                            error: attempt.error, answer: attempt.responseHead.flatMap { $0.isEmpty ? nil : $0 })
+                }
+            )
+        }
+        verified = event.status == .verified
+        self.subscriptions = subscriptions.map { Target(id: $0.id, url: $0.url) }
+        replayAction = ConsolePath.event(event.id) + "/replay"
+        self.reasonDraft = reasonDraft
+    }
+
+    static func milliseconds(_ duration: Duration) -> String {
+        let (seconds, attoseconds) = duration.components
+        return "\(seconds * 1000 + attoseconds / 1_000_000_000_000_000) ms"
+    }
+}
+
+/// "Are you sure?" for an action that sends deliveries: what it will do, and a form that
+/// posts the same fields again with `confirm=yes`.
+struct ConfirmPage {
+    struct Hidden {
+        let name: String
+        let value: String
+    }
+
+    let heading: String
+    let summary: String
+    let items: [String]
+    let reason: String
+    let action: String
+    let fields: [Hidden]
+    let button: String
+    let cancel: String
+}
+
+struct BulkReplayPage {
+    struct Choice {
+        let name: String
+        let checked: Bool
+    }
+
+    let userID: String
+    let subscriptionID: String
+    let types: [Choice]
+    let since: String
+    let until: String
+    let statuses: [Choice]
+    let reason: String
+
+    /// The form as it was posted (or prefilled), so a refused form keeps what was typed.
+    init(_ form: ConsoleForm) {
+        userID = form.value("user_id") ?? ""
+        subscriptionID = form.value("subscription_id") ?? ""
+        let types = Set(form.values("types"))
+        self.types = EventType.allCases.map { Choice(name: $0.rawValue, checked: types.contains($0.rawValue)) }
+        since = form.value("since") ?? ""
+        until = form.value("until") ?? ""
+        let status = form.value("status")
+        statuses = DeliveryStatus.allCases.map { Choice(name: $0.rawValue, checked: $0.rawValue == status) }
+        reason = form.value("reason") ?? ""
+    }
+}
+
+struct ReplayPage {
+    let id: String
+    let state: String
+    let running: Bool
+    let kind: String
+    let eventID: String?
+    let eventLink: String?
+    let matched: Int
+    let sent: Int
+    let delivered: Int
+    let failed: Int
+    let actor: String
+    let reason: String
+    let createdAt: TimeView
+    let finishedAt: TimeView?
+    let filter: String?
+    let cancelAction: String
+
+    init(_ replay: Replay, now: Date) {
+        id = replay.id
+        state = replay.state.rawValue
+        running = replay.state == .running
+        kind = replay.kind.rawValue
+        eventID = replay.eventID
+        eventLink = replay.eventID.map(ConsolePath.event)
+        matched = replay.matched
+        sent = replay.sent
+        delivered = replay.delivered
+        failed = replay.failed
+        actor = "\(replay.actorName) (\(replay.actorRole))"
+        reason = replay.reason
+        createdAt = TimeView(replay.createdAt, now: now)
+        finishedAt = replay.finishedAt.map { TimeView($0, now: now) }
+        filter = replay.filter.map { String(decoding: $0.canonicalEncoding(), as: UTF8.self) }
+        cancelAction = ConsolePath.replay(replay.id) + "/cancel"
+    }
+}
+
+struct DeadLettersPage {
+    let subscriptionID: String
+    let letters: [DeadLetterRow]
+    let older: String?
+}
+
+struct DeadLetterRow {
+    let eventID: String
+    let eventLink: String
+    let type: String
+    let sequence: Int64
+    let userID: String
+    let userLink: String
+    let subscriptionID: String
+    let replayID: String?
+    let attempts: Int
+    let lastStatusCode: Int?
+    let lastError: String?
+    let deadAt: TimeView
+
+    init(_ letter: DeadLetter, now: Date) {
+        eventID = letter.eventID
+        eventLink = ConsolePath.event(letter.eventID)
+        type = letter.type.rawValue
+        sequence = letter.sequence
+        userID = letter.userID
+        userLink = ConsolePath.user(letter.userID)
+        subscriptionID = letter.subscriptionID
+        replayID = letter.replayID
+        attempts = letter.attempts
+        lastStatusCode = letter.lastStatusCode
+        lastError = letter.lastError
+        deadAt = TimeView(letter.deadAt, now: now)
+    }
+}
+
+struct SubscriptionsPage {
+    let subscriptions: [SubscriptionRow]
+    let next: String?
+}
+
+struct SubscriptionRow {
+    let id: String
+    let url: String
+    let description: String?
+    let types: [String]
+    let ordered: Bool
+    /// healthy, failing or disabled.
+    let health: String
+    let disabledReason: String?
+    let lastSuccessAt: TimeView?
+    let failingSince: TimeView?
+
+    init(_ subscription: Subscription, now: Date) {
+        id = subscription.id
+        url = subscription.url
+        description = subscription.description
+        types = subscription.eventTypes.map(\.rawValue)
+        ordered = subscription.ordered
+        health = !subscription.enabled ? "disabled" : subscription.failingSince != nil ? "failing" : "healthy"
+        disabledReason = subscription.enabled ? nil : subscription.disabledReason ?? "disabled by an administrator"
+        lastSuccessAt = subscription.lastSuccessAt.map { TimeView($0, now: now) }
+        failingSince = subscription.failingSince.map { TimeView($0, now: now) }
+    }
+}
+
+struct AuditPage {
+    let action: String
+    let target: String
+    let entries: [AuditRow]
+    let older: String?
+}
+
+struct AuditRow {
+    let at: TimeView
+    let actor: String
+    let role: String
+    let action: String
+    let target: String?
+    let targetLink: String?
+    let filter: String?
+    let matched: Int?
+    let reason: String?
+
+    init(_ entry: AuditEntry, now: Date) {
+        at = TimeView(entry.at, now: now)
+        actor = entry.actorName
+        role = entry.actorRole
+        action = entry.action
+        target = entry.target
+        targetLink = entry.target.flatMap { target in
+            entry.action.hasPrefix("event.") ? ConsolePath.event(target) : entry.action.hasPrefix("replay.") ? ConsolePath.replay(target) : nil
+        }
+        filter = entry.filter.map { String(decoding: $0.canonicalEncoding(), as: UTF8.self) }
+        matched = entry.matched
+        reason = entry.reason
+    }
+}
