@@ -15,6 +15,12 @@ public struct TestHTTPResponse: Sendable {
     }
 
     public var text: String { String(decoding: body, as: UTF8.self) }
+
+    public init(status: Int, headers: HTTPHeaders, body: Data) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+    }
 }
 
 /// Talks to a live server on loopback over real TCP with async-http-client.
