@@ -181,6 +181,37 @@ import Testing
         }
     }
 
+    @Test func deadLettersAreListedAndRedrivenAfterTheirCountIsConfirmed() async throws {
+        try await EchoFixture.run { f in
+            try await StandInSubscriber().run { subscriber in
+                subscriber.script(Array(repeating: .status(500, body: "down for maintenance"), count: 3))  // every try of the schedule
+                let subscription = try await f.subscribe(url: subscriber.url())
+                subscriber.setSecrets([try #require(subscription["secret"] as? String)])
+                let subscriptionID = try #require(subscription["id"] as? String)
+                let event = try await f.pushVerified("token.rotated", userID: "u-dead", session: try f.session("u-dead"))
+                let eventID = try #require(event["id"] as? String)
+                #expect(try await f.finalDeliveries(of: eventID, count: 1).first?["status"] as? String == "dead")
+                let browser = ConsoleBrowser(port: f.server.http.port)
+                try await browser.signIn(token: try await SubscriptionsAPITests.token("support", "Sam", f.server))
+                let csrf = try await browser.formToken()
+
+                let list = try await browser.get("/console/dead-letters?subscription_id=\(subscriptionID)")
+                #expect(list.status == 200 && list.text.contains(eventID) && list.text.contains("<td>500 "))
+                let fields = [("subscription_id", subscriptionID), ("reason", "backend is back")]
+                #expect(try await browser.post("/console/dead-letters/redrive", fields + [("confirm", "yes")]).status == 403, "no CSRF token")
+                let review = try await browser.post("/console/dead-letters/redrive", fields + [("csrf", csrf)])
+                #expect(review.status == 200 && review.text.contains("Redrive 1 dead letter?"))
+                #expect(try await Self.auditActions(f).isEmpty, "the count changes nothing")
+                let redriven = try await browser.post("/console/dead-letters/redrive", fields + [("csrf", csrf), ("confirm", "yes")])
+                #expect(redriven.status == 303)
+                #expect(redriven.headers["Location"].first == "/console/dead-letters?subscription_id=\(subscriptionID)&redriven=1")
+                try await subscriber.waitForDeliveries(count: 4, within: .seconds(20))
+                #expect(try await f.finalDeliveries(of: eventID, count: 1).first?["status"] as? String == "delivered")
+                #expect(try await Self.auditActions(f) == ["dead_letters.redrive by Sam: backend is back"])
+            }
+        }
+    }
+
     @Test func valuesFromOutsideAreEscapedOnEveryPage() async throws {
         let hostile = #"<script>alert("x")</script>'&"#
         try await EchoFixture.run { f in
@@ -212,10 +243,14 @@ import Testing
         }
     }
 
-    /// The replays in the audit log, through the API, as "action by actor: reason".
+    /// The replays and redrives in the audit log, through the API, as "action by actor: reason".
     static func auditActions(_ f: EchoFixture) async throws -> [String] {
         let entries = try await f.server.http.get("/v1/audit", bearer: LiveServer.adminToken).json?["entries"] as? [[String: Any]] ?? []
-        return entries.filter { ($0["action"] as? String)?.contains("replay") == true }.map { entry in
+        let actions = entries.filter { entry in
+            let action = entry["action"] as? String ?? ""
+            return action.contains("replay") || action.contains("redrive")
+        }
+        return actions.map { entry in
             "\(entry["action"] ?? "") by \((entry["actor"] as? [String: Any])?["name"] ?? ""): \(entry["reason"] ?? "")"
         }
     }
