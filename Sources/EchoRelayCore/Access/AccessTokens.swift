@@ -75,12 +75,16 @@ public enum AccessTokenText {
     static let bodyLength = 43
 
     public static func generate() -> String {
-        let bytes = SymmetricKey(size: .bits256).withUnsafeBytes { Data($0) }
-        let base64url = bytes.base64EncodedString()
+        prefix + randomBody()
+    }
+
+    /// 256 random bits in unpadded base64url (43 characters): a token's body, and the
+    /// support console's session keys and form tokens.
+    public static func randomBody() -> String {
+        SymmetricKey(size: .bits256).withUnsafeBytes { Data($0) }.base64EncodedString()
             .replacingOccurrences(of: "+", with: "-")
             .replacingOccurrences(of: "/", with: "_")
             .replacingOccurrences(of: "=", with: "")
-        return prefix + base64url
     }
 
     /// The SHA-256 of the token's UTF-8 text: what is stored and looked up.

@@ -54,10 +54,11 @@ extension ConsoleController {
 
     @Sendable func bulkReplayForm(_ request: Request, context: Context) async throws -> Response {
         await signedIn(request, context: context) { signed in
+            // Prefilled from links such as the user page's "Bulk replay of this user".
             let query = request.uri.queryParameters
-            let prefilled = ConsoleForm(Array(ConsolePath.query([
-                ("user_id", query.get("user_id")), ("subscription_id", query.get("subscription_id")), ("status", query.get("status")),
-            ]).utf8))
+            let prefilled = ConsoleForm(fields: ["user_id", "subscription_id", "status"].compactMap { name in
+                query.get(name).map { (name, $0) }
+            })
             return signed.page("bulk_replay", title: "Bulk replay", BulkReplayPage(prefilled))
         }
     }

@@ -57,9 +57,7 @@ struct ConsoleController<Context: RequestContext>: Sendable {
         func page(_ template: String, title: String, status: HTTPResponse.Status = .ok, notice: String? = nil,
                   problem: ConsoleRenderer.ProblemView? = nil, refresh: Int? = nil, _ page: Any) -> Response {
             controller.renderer.render(template, status: status, ConsoleRenderer.Document(
-                title: title,
-                session: .init(name: session.principal.name, role: session.principal.role.rawValue, formToken: session.formToken),
-                formToken: session.formToken, notice: notice, problem: problem, refresh: refresh, page: page
+                title: title, session: session, notice: notice, problem: problem, refresh: refresh, page: page
             ))
         }
     }
@@ -108,9 +106,7 @@ struct ConsoleController<Context: RequestContext>: Sendable {
     func message(_ session: ConsoleSession?, status: HTTPResponse.Status, heading: String, text: String,
                  link: (label: String, href: String)?) -> Response {
         renderer.render("message", status: status, ConsoleRenderer.Document(
-            title: heading,
-            session: session.map { .init(name: $0.principal.name, role: $0.principal.role.rawValue, formToken: $0.formToken) },
-            formToken: session?.formToken, notice: nil, problem: nil, refresh: nil,
+            title: heading, session: session,
             page: MessagePage(heading: heading, text: text, link: link.map { MessagePage.Link(label: $0.label, href: $0.href) })
         ))
     }
@@ -135,20 +131,20 @@ struct ConsoleController<Context: RequestContext>: Sendable {
     }
 
     @Sendable func signInForm(_ request: Request, context: Context) async throws -> Response {
-        if let session = try? await sessions.current(request), session != nil {
+        if (try? await sessions.current(request)) != nil {
             return ConsoleRenderer.redirect(to: "/console")
         }
         return signInPage(request, status: .ok, problem: nil)
     }
 
     private func signInPage(_ request: Request, status: HTTPResponse.Status, problem: String?) -> Response {
-        let csrf = ConsoleSessions.randomToken()
+        let csrf = AccessTokenText.randomBody()
         var headers = HTTPFields()
         headers[.setCookie] = Cookie(name: ConsoleSessions.signInCookieName, value: csrf, maxAge: 3600, path: "/console",
                                      secure: ConsoleSessions.isSecure(request), httpOnly: true, sameSite: .strict).description
         return renderer.render("sign_in", status: status, ConsoleRenderer.Document(
-            title: "Sign in", session: nil, formToken: nil, notice: nil,
-            problem: problem.map { .init(title: "Not signed in", detail: $0, fields: []) }, refresh: nil, page: SignInPage(csrf: csrf)
+            title: "Sign in", session: nil, problem: problem.map { .init(title: "Not signed in", detail: $0, fields: []) },
+            page: SignInPage(csrf: csrf)
         ), headers: headers)
     }
 
@@ -233,7 +229,8 @@ struct ConsoleController<Context: RequestContext>: Sendable {
             let page = UserPage(
                 userID: userID, state: try await state.map { UserPage.State($0, now: now) },
                 events: shown.map { TimelineRow($0, now: now) },
-                older: entries.count > limit ? shown.last.map { ConsolePath.user(userID) + "?cursor=\($0.event.sequence)" } : nil
+                older: entries.count > limit ? shown.last.map { ConsolePath.user(userID) + "?cursor=\($0.event.sequence)" } : nil,
+                bulkReplay: "/console/replays/new?" + ConsolePath.query([("user_id", userID)])
             )
             return signed.page("user", title: "User \(userID)", page)
         }
@@ -360,10 +357,15 @@ enum ConsolePath {
 
     /// `name=value&…` of the pairs that have a value.
     static func query(_ pairs: [(String, String?)]) -> String {
-        var allowed = CharacterSet.alphanumerics
-        allowed.insert(charactersIn: "-._~")
-        return pairs.compactMap { name, value in
-            value.map { "\(name)=\($0.addingPercentEncoding(withAllowedCharacters: allowed) ?? "")" }
+        pairs.compactMap { name, value in
+            value.map { "\(name)=\($0.addingPercentEncoding(withAllowedCharacters: queryValue) ?? "")" }
         }.joined(separator: "&")
     }
+
+    /// RFC 3986 unreserved characters: everything else in a query value is percent-encoded.
+    private static let queryValue: CharacterSet = {
+        var allowed = CharacterSet.alphanumerics
+        allowed.insert(charactersIn: "-._~")
+        return allowed
+    }()
 }

@@ -9,6 +9,10 @@ import Hummingbird
 struct ConsoleForm {
     private(set) var fields: [(name: String, value: String)] = []
 
+    init(fields: [(name: String, value: String)]) {
+        self.fields = fields
+    }
+
     init(_ body: some Collection<UInt8>) {
         for pair in String(decoding: body, as: UTF8.self).split(separator: "&", omittingEmptySubsequences: true) {
             let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
@@ -39,8 +43,9 @@ struct ConsoleForm {
                 object[name] = .string(value)
             }
         }
-        for name in lists where !values(name).isEmpty {
-            object[name] = .array(values(name).map(JSONValue.string))
+        for name in lists {
+            let values = values(name)
+            if !values.isEmpty { object[name] = .array(values.map(JSONValue.string)) }
         }
         return .object(object)
     }

@@ -37,14 +37,29 @@ struct ConsoleRenderer: Sendable {
     /// What every page shows around its own content.
     struct Document {
         let title: String
+        /// Who is signed in, for the header; nil on the sign-in page.
         let session: SessionView?
-        /// The session's CSRF token, for the page's forms.
+        /// The session's CSRF token, for the page's forms (the same as `session.formToken`, at
+        /// the top level so that every page template finds it).
         let formToken: String?
         let notice: String?
         let problem: ProblemView?
         /// Seconds after which the browser reloads the page (a running replay).
         let refresh: Int?
         let page: Any
+
+        init(title: String, session: ConsoleSession?, notice: String? = nil, problem: ProblemView? = nil, refresh: Int? = nil,
+             page: Any) {
+            self.title = title
+            self.session = session.map {
+                SessionView(name: $0.principal.name, role: $0.principal.role.rawValue, formToken: $0.formToken)
+            }
+            self.formToken = session?.formToken
+            self.notice = notice
+            self.problem = problem
+            self.refresh = refresh
+            self.page = page
+        }
     }
 
     struct SessionView {
@@ -100,15 +115,9 @@ struct TimeView {
 
     init(_ date: Date, now: Date) {
         iso = RFC3339.format(date)
-        utc = Self.utcFormat(date)
+        // RFC3339.format writes UTC as "2026-11-23T19:46:05.605852Z": the same to the second.
+        utc = iso.prefix(19).replacingOccurrences(of: "T", with: " ") + " UTC"
         relative = Self.relative(date, now: now)
-    }
-
-    private static func utcFormat(_ date: Date) -> String {
-        var calendar = Calendar(identifier: .gregorian)
-        calendar.timeZone = TimeZone(identifier: "UTC")!
-        let c = calendar.dateComponents([.year, .month, .day, .hour, .minute, .second], from: date)
-        return String(format: "%04d-%02d-%02d %02d:%02d:%02d UTC", c.year!, c.month!, c.day!, c.hour!, c.minute!, c.second!)
     }
 
     /// The distance from `now` in the largest whole unit: "just now", "42 s ago", "3 min ago",

@@ -21,7 +21,7 @@ struct ConsoleSessions: Sendable {
     /// The request's session, or nil when it has none, or an unknown, expired or revoked one.
     func current(_ request: Request) async throws -> ConsoleSession? {
         guard let key = request.cookies[Self.cookieName]?.value, !key.isEmpty else { return nil }
-        guard let session = try await store.consoleSession(keyHash: Self.hash(key)) else { return nil }
+        guard let session = try await store.consoleSession(keyHash: AccessTokenText.hash(key)) else { return nil }
         // A session of ECHORELAY_ADMIN_TOKEN ends when the variable is no longer set.
         if session.principal.tokenID == nil && !authorizer.acceptsEnvironmentAdmin { return nil }
         return session
@@ -29,10 +29,10 @@ struct ConsoleSessions: Sendable {
 
     /// Opens a session for `principal` and returns it with the cookie that carries its key.
     func open(for principal: Principal, secure: Bool) async throws -> (ConsoleSession, Cookie) {
-        let key = Self.randomToken()
-        let session = ConsoleSession(principal: principal, formToken: Self.randomToken(),
+        let key = AccessTokenText.randomBody()
+        let session = ConsoleSession(principal: principal, formToken: AccessTokenText.randomBody(),
                                      expiresAt: now().addingTimeInterval(Self.lifetime))
-        try await store.createConsoleSession(keyHash: Self.hash(key), session)
+        try await store.createConsoleSession(keyHash: AccessTokenText.hash(key), session)
         let cookie = Cookie(name: Self.cookieName, value: key, maxAge: Int(Self.lifetime), path: "/console",
                             secure: secure, httpOnly: true, sameSite: .strict)
         return (session, cookie)
@@ -41,7 +41,7 @@ struct ConsoleSessions: Sendable {
     /// Ends the request's session, if any, and returns the cookie that clears it.
     func close(_ request: Request) async throws -> Cookie {
         if let key = request.cookies[Self.cookieName]?.value, !key.isEmpty {
-            try await store.deleteConsoleSession(keyHash: Self.hash(key))
+            try await store.deleteConsoleSession(keyHash: AccessTokenText.hash(key))
         }
         return Self.expired(Self.cookieName, secure: Self.isSecure(request))
     }
@@ -50,23 +50,11 @@ struct ConsoleSessions: Sendable {
         Cookie(name: name, value: "", maxAge: 0, path: "/console", secure: secure, httpOnly: true, sameSite: .strict)
     }
 
-    /// 256 random bits in unpadded base64url: a valid cookie value and form field as it is.
-    static func randomToken() -> String {
-        SymmetricKey(size: .bits256).withUnsafeBytes { Data($0) }.base64EncodedString()
-            .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
-            .replacingOccurrences(of: "=", with: "")
-    }
-
-    static func hash(_ key: String) -> [UInt8] {
-        Array(SHA256.hash(data: Data(key.utf8)))
-    }
-
-    /// Whether a form's CSRF token is the expected one, in time that does not depend on where
-    /// they differ (comparing digests of equal length).
+    /// Whether a form's CSRF token is the expected one. Digests are compared, and swift-crypto
+    /// compares digests in constant time, so the time says nothing about where they differ.
     static func tokensMatch(_ presented: String?, _ expected: String) -> Bool {
         guard let presented, !expected.isEmpty else { return false }
-        let a = SHA256.hash(data: Data(presented.utf8)), b = SHA256.hash(data: Data(expected.utf8))
-        return zip(a, b).reduce(UInt8(0)) { $0 | ($1.0 ^ $1.1) } == 0
+        return SHA256.hash(data: Data(presented.utf8)) == SHA256.hash(data: Data(expected.utf8))
     }
 
     /// Whether the browser reached us over TLS: directly, or through a proxy that says so.

@@ -43,6 +43,8 @@ struct UserPage {
     let state: State?
     let events: [TimelineRow]
     let older: String?
+    /// The bulk replay form, prefilled with this user.
+    let bulkReplay: String
 }
 
 struct TimelineRow {
