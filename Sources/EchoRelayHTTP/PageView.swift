@@ -11,11 +11,10 @@ struct PageView<Item: Encodable>: Encodable {
         self.nextCursor = nextCursor
     }
 
-    /// A page cut from `fetched`, which the store was asked for with `limit + 1`: one row
-    /// more than asked says another page exists, and the last row shown is its cursor.
+    /// A page cut from `fetched`, which the store was asked for with `limit + 1`.
     init<Row>(_ list: String, fetched: [Row], limit: Int, cursor: (Row) -> String, view: (Row) -> Item) {
-        let shown = fetched.prefix(limit)
-        self.init(list, shown.map(view), nextCursor: fetched.count > limit ? shown.last.map(cursor) : nil)
+        let page = PageCut(fetched, limit: limit)
+        self.init(list, page.shown.map(view), nextCursor: page.cursorRow.map(cursor))
     }
 
     private struct Key: CodingKey {
@@ -30,5 +29,19 @@ struct PageView<Item: Encodable>: Encodable {
         var container = encoder.container(keyedBy: Key.self)
         try container.encode(items, forKey: Key(list))
         try container.encode(nextCursor, forKey: Key("next_cursor"))  // null, not absent, on the last page
+    }
+}
+
+/// Rows the store was asked for with `limit + 1`, cut to a page: one row more than asked says
+/// another page exists, and the last row shown is its cursor. The API's lists and the
+/// console's pages page the same way.
+struct PageCut<Row> {
+    let shown: ArraySlice<Row>
+    /// The row whose key is the next page's cursor; nil on the last page.
+    let cursorRow: Row?
+
+    init(_ fetched: [Row], limit: Int) {
+        shown = fetched.prefix(limit)
+        cursorRow = fetched.count > limit ? shown.last : nil
     }
 }

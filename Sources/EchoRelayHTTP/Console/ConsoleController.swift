@@ -223,13 +223,12 @@ struct ConsoleController<Context: RequestContext>: Sendable {
             let limit = query.limit
             query.limit += 1
             async let state = store.user(id: userID)
-            let entries = try await store.timeline(query)
+            let entries = PageCut(try await store.timeline(query), limit: limit)
             let now = now()
-            let shown = entries.prefix(limit)
             let page = UserPage(
                 userID: userID, state: try await state.map { UserPage.State($0, now: now) },
-                events: shown.map { TimelineRow($0, now: now) },
-                older: entries.count > limit ? shown.last.map { ConsolePath.user(userID) + "?cursor=\($0.event.sequence)" } : nil,
+                events: entries.shown.map { TimelineRow($0, now: now) },
+                older: entries.cursorRow.map { ConsolePath.user(userID) + "?cursor=\($0.event.sequence)" },
                 bulkReplay: "/console/replays/new?" + ConsolePath.query([("user_id", userID)])
             )
             return signed.page("user", title: "User \(userID)", page)
@@ -286,16 +285,14 @@ struct ConsoleController<Context: RequestContext>: Sendable {
             let cursor: Int64? = reader.cursor()
             let limit = reader.limit()
             try reader.finish()
-            let letters = try await store.deadLetters(filter, beforeID: cursor, limit: limit + 1)
+            let letters = PageCut(try await store.deadLetters(filter, beforeID: cursor, limit: limit + 1), limit: limit)
             let now = now()
-            let shown = letters.prefix(limit)
-            var older: String?
-            if letters.count > limit, let last = shown.last {
-                older = "/console/dead-letters?" + ConsolePath.query([("subscription_id", filter.subscriptionID), ("cursor", String(last.deliveryID))])
+            let older = letters.cursorRow.map { last in
+                "/console/dead-letters?" + ConsolePath.query([("subscription_id", filter.subscriptionID), ("cursor", String(last.deliveryID))])
             }
             let notice = request.uri.queryParameters.get("redriven").map { "\($0) dead letter(s) queued to be sent again." }
             return signed.page("dead_letters", title: "Dead letters", notice: notice, DeadLettersPage(
-                subscriptionID: filter.subscriptionID ?? "", letters: shown.map { DeadLetterRow($0, now: now) }, older: older
+                subscriptionID: filter.subscriptionID ?? "", letters: letters.shown.map { DeadLetterRow($0, now: now) }, older: older
             ))
         }
     }
@@ -325,15 +322,13 @@ struct ConsoleController<Context: RequestContext>: Sendable {
             let limit = reader.limit()
             try reader.finish()
             query.limit = limit + 1
-            let entries = try await store.auditEntries(query)
+            let entries = PageCut(try await store.auditEntries(query), limit: limit)
             let now = now()
-            let shown = entries.prefix(limit)
-            var older: String?
-            if entries.count > limit, let last = shown.last {
-                older = "/console/audit?" + ConsolePath.query([("action", query.action), ("target", query.target), ("cursor", String(last.id))])
+            let older = entries.cursorRow.map { last in
+                "/console/audit?" + ConsolePath.query([("action", query.action), ("target", query.target), ("cursor", String(last.id))])
             }
             return signed.page("audit", title: "Audit log", AuditPage(
-                action: query.action ?? "", target: query.target ?? "", entries: shown.map { AuditRow($0, now: now) }, older: older
+                action: query.action ?? "", target: query.target ?? "", entries: entries.shown.map { AuditRow($0, now: now) }, older: older
             ))
         }
     }
