@@ -1,3 +1,4 @@
+import Foundation
 import EchoRelayCore
 import Logging
 import PostgresNIO
@@ -13,11 +14,30 @@ extension PostgresEventStore {
         client: PostgresClient, _ write: @escaping @Sendable ([Input], PostgresConnection) async -> [Result<Output, any Error>]
     ) -> GroupCommit<Input, Output> {
         GroupCommit(maximumBatch: 64, maximumCommitters: 4) { take in
-            try await client.withConnection { connection in
-                let batch = take()
-                return batch.isEmpty ? [] : await write(batch, connection)  // empty: every caller gave up
+            do {
+                return try await client.withConnection { connection in
+                    let batch = take()
+                    return batch.isEmpty ? [] : await write(batch, connection)  // empty: every caller gave up
+                }
+            } catch {
+                // No connection (the database away, the pool closing): every caller of the
+                // batch hears it as the store's error, so the API answers 503, not 500.
+                throw StoreError.wrap(error)
             }
         }
+    }
+
+    /// The rows of a batch as one JSON text, bound as `jsonb` and read with
+    /// `jsonb_to_recordset`: one statement however many rows. Each row carries its position.
+    static func jsonRows<Row: Encodable>(_ rows: [Row]) throws -> String {
+        String(decoding: try JSONEncoder().encode(rows), as: UTF8.self)
+    }
+
+    /// The positions a batch statement answers with (`SELECT position …`): the rows it wrote.
+    static func positions(_ rows: PostgresRowSequence) async throws -> Set<Int> {
+        var positions = Set<Int>()
+        for try await position in rows.decode(Int.self) { positions.insert(position) }
+        return positions
     }
 
     /// Writes leased items (verification outcomes, delivery attempts) with `statement`, which

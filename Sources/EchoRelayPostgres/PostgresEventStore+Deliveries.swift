@@ -99,7 +99,7 @@ extension PostgresEventStore: DeliveryStore {
     /// leave it alone until it is due to be disabled.
     /// Returns the positions in `attempts` of those whose lease was still ours.
     private static func recordStatement(_ attempts: [RecordedAttempt], on connection: PostgresConnection, logger: Logger) async throws -> Set<Int> {
-        let rows = try String(decoding: JSONEncoder().encode(attempts.enumerated().map(RecordedAttempt.Row.init)), as: UTF8.self)
+        let rows = try jsonRows(attempts.enumerated().map(RecordedAttempt.Row.init))
         let result = try await connection.query("""
             WITH input AS (
                 SELECT * FROM jsonb_to_recordset(\(rows)::jsonb) AS x(
@@ -169,9 +169,7 @@ extension PostgresEventStore: DeliveryStore {
             )
             SELECT position FROM updated
             """, logger: logger)
-        var kept = Set<Int>()
-        for try await position in result.decode(Int.self) { kept.insert(position) }
-        return kept
+        return try await positions(result)
     }
 
     public func releaseDelivery(_ task: DeliveryTask, owner: String) async throws {
@@ -255,11 +253,8 @@ struct RecordedAttempt: Sendable {
             delivery_id = recorded.task.deliveryID
             owner = recorded.owner
             subscription_id = recorded.task.subscriptionID
-            (status, delay) = switch recorded.next {
-            case .delivered: ("delivered", 0)
-            case .retry(let after): ("pending", after.seconds)
-            case .dead: ("dead", 0)
-            }
+            status = recorded.next.status.rawValue
+            delay = recorded.next.retryDelay.seconds
             (effect, gone_reason) = switch recorded.next {
             case .delivered: ("succeeded", nil)
             case .dead(let reason?): ("gone", reason)

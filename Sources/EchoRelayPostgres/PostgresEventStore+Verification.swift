@@ -84,7 +84,7 @@ extension PostgresEventStore {
     /// Returns the positions in `finishes` of those whose lease was still ours (by position:
     /// a stale claim of the same item in the batch does not count).
     private static func finishRound(_ finishes: [VerificationFinish], on connection: PostgresConnection, logger: Logger) async throws -> Set<Int> {
-        let rows = try String(decoding: JSONEncoder().encode(finishes.enumerated().map(VerificationFinish.Row.init)), as: UTF8.self)
+        let rows = try jsonRows(finishes.enumerated().map(VerificationFinish.Row.init))
         let result = try await connection.query("""
             WITH input AS (
                 SELECT * FROM jsonb_to_recordset(\(rows)::jsonb) AS x(
@@ -131,9 +131,7 @@ extension PostgresEventStore {
             )
             SELECT position FROM kept
             """, logger: logger)
-        var kept = Set<Int>()
-        for try await position in result.decode(Int.self) { kept.insert(position) }
-        return kept
+        return try await positions(result)
     }
 
     public func retryVerification(_ task: VerificationTask, owner: String, after delay: Duration) async throws -> Bool {

@@ -34,7 +34,7 @@ public struct PostgresEventStore: EventStore {
     }
 
     /// Ingests a batch in one statement and one commit when it can. An id already stored, or
-    /// repeated within the batch, is answered afterwards on its own (a retry or a conflict).
+    /// repeated within the batch, is then answered from the stored row (a retry or a conflict).
     /// When the batch statement fails as a whole — an id stored by another process in the
     /// meantime, a deadlock, a lost connection — each event is tried alone, in arrival
     /// order, so each gets its own answer.
@@ -58,13 +58,17 @@ public struct PostgresEventStore: EventStore {
                     alone.append(index)  // stored before this batch
                 }
             }
+            // Every id left is stored now: its answer is the stored row's, without trying
+            // (and failing) to insert it again.
+            for index in alone.sorted() {
+                results[index] = await Result(catching: { try await receiptForExisting(events[index], on: connection, logger: logger) })
+            }
         } catch {
             logger.debug("a batched ingest failed as a whole; its events are tried one by one",
                          metadata: ["events": "\(events.count)", "error": "\(StoreError.wrap(error))"])
-            alone = Array(events.indices)
-        }
-        for index in alone.sorted() {
-            results[index] = await Result(catching: { try await ingestOne(events[index], on: connection, logger: logger) })
+            for index in events.indices {
+                results[index] = await Result(catching: { try await ingestOne(events[index], on: connection, logger: logger) })
+            }
         }
         return results.map { $0 ?? .failure(StoreError.unexpected("an event of a batch got no answer")) }
     }
