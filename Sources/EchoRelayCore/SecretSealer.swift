@@ -81,8 +81,6 @@ public struct SecretSealer: Sendable {
         try Self.open(stored, subscriptionID: subscriptionID, with: self)
     }
 
-    /// The secret in `stored` when `sealer` may be absent (no key configured): plain text is
-    /// read as is, and a sealed value then fails with `.noKey`.
     /// `secret` as a store keeps it: sealed when there is a sealer, as it is otherwise.
     public static func stored(_ secret: String, subscriptionID: String, with sealer: SecretSealer?) throws(SecretSealerError) -> String {
         try sealer?.seal(secret, subscriptionID: subscriptionID) ?? secret
@@ -97,6 +95,8 @@ public struct SecretSealer: Sendable {
         }
     }
 
+    /// The secret in `stored` when `sealer` may be absent (no key configured): plain text is
+    /// read as is, and a sealed value then fails with `.noKey`.
     public static func open(_ stored: String, subscriptionID: String, with sealer: SecretSealer?) throws(SecretSealerError) -> String {
         guard isSealed(stored) else { return stored }
         let parts = stored.split(separator: ":", maxSplits: 2, omittingEmptySubsequences: false)

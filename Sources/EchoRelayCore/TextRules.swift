@@ -10,14 +10,14 @@ public enum TextRules {
         text.utf8.contains(0)
     }
 
-    /// Times outside years 1–9999 cannot be written as RFC 3339 text that every store reads
-    /// back (PostgreSQL has no year 0).
     /// Text from outside that is stored, not refused (a subscriber's answer): NUL, which
     /// PostgreSQL's text cannot hold, becomes U+FFFD, so the record is written rather than lost.
     public static func storable(_ text: String) -> String {
         containsNUL(text) ? text.replacingOccurrences(of: "\u{0}", with: "\u{FFFD}") : text
     }
 
+    /// Times outside years 1–9999 cannot be written as RFC 3339 text that every store reads
+    /// back (PostgreSQL has no year 0).
     public static let timeRangeReason = "must be a date-time from year 1 to 9999"
 
     public static func isInStoredRange(_ date: Date) -> Bool {

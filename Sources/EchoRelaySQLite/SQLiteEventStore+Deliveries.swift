@@ -120,11 +120,7 @@ extension SQLiteEventStore {
     public func recordDeliveryAttempt(
         _ task: DeliveryTask, owner: String, attempt: DeliveryAttempt, next: DeliveryNext, disableAfter: Duration
     ) async throws -> Bool {
-        let (status, delay): (String, Duration) = switch next {
-        case .delivered: ("delivered", .zero)
-        case .retry(let after): ("pending", after)
-        case .dead: ("dead", .zero)
-        }
+        let status = next.status.rawValue, delay = next.retryDelay
         return try await session.write { db in
             let updated = try await db.rows("""
                 UPDATE deliveries

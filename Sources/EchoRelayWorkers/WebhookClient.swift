@@ -46,7 +46,7 @@ final class WebhookClient: Sendable {
                 let status = Int(response.status.code)
                 return Answer(
                     statusCode: status, retryAfter: response.headers.first(name: "Retry-After"),
-                    responseHead: TextRules.storable(String(decoding: head, as: UTF8.self)),
+                    responseHead: String(decoding: head, as: UTF8.self),
                     errorKind: (200..<300).contains(status) ? nil : .status,
                     error: (200..<300).contains(status) ? nil : "answered \(status)"
                 )

@@ -100,13 +100,15 @@ public struct DeliveryAttempt: Sendable, Equatable {
     /// The first 1 KiB of the answer, as text.
     public var responseHead: String?
 
+    /// The texts are made storable here, for every store: a subscriber's answer may hold a
+    /// NUL, and an attempt that cannot be recorded would be sent again at every lease.
     public init(startedAt: Date, duration: Duration, statusCode: Int?, errorKind: DeliveryErrorKind?, error: String?, responseHead: String?) {
         self.startedAt = startedAt
         self.duration = duration
         self.statusCode = statusCode
         self.errorKind = errorKind
-        self.error = error
-        self.responseHead = responseHead
+        self.error = error.map(TextRules.storable)
+        self.responseHead = responseHead.map(TextRules.storable)
     }
 }
 
@@ -116,6 +118,21 @@ public enum DeliveryNext: Sendable, Equatable {
     case retry(after: Duration)
     /// Dead-lettered; with `disableSubscription`, the subscription is disabled for that reason.
     case dead(disableSubscription: String?)
+
+    /// The delivery's status after the attempt: a retry leaves it pending.
+    public var status: DeliveryStatus {
+        switch self {
+        case .delivered: .delivered
+        case .retry: .pending
+        case .dead: .dead
+        }
+    }
+
+    /// How long until the next try; zero when there is none.
+    public var retryDelay: Duration {
+        if case .retry(let after) = self { return after }
+        return .zero
+    }
 
     /// delivered, retry or dead, as metrics count them.
     public var outcome: String {
