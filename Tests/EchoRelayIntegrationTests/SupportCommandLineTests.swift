@@ -110,6 +110,16 @@ import TestSupport
         }
     }
 
+    @Test func aRefusedServerURLIsQuotedOnlyWhenItCanHoldNoCredential() async throws {
+        for url in ["https://h.example/?access_token=er_leak4711", "https://user:er_leak4711@h.example", "ftp://h.example"] {
+            let result = try await ChildProcess.run(["events", "list", "--user", "u-1"],
+                                                    environment: ["ECHORELAY_URL": url, "ECHORELAY_TOKEN": "x"])
+            #expect(result.status == 1 && result.stderr.contains("ECHORELAY_URL / --url must be"), "\(url): \(result.stderr)")
+            #expect(!result.stderr.contains("er_leak4711"), "\(url)")
+            #expect(result.stderr.contains(url) == url.hasPrefix("ftp"), "only a URL without credentials is quoted: \(url)")
+        }
+    }
+
     @Test func withoutATokenOrAReasonNothingIsSent() async throws {
         // A port nobody listens on: had a request been tried, the error would say so.
         let unreachable = "http://127.0.0.1:\(try freeLoopbackPort())"

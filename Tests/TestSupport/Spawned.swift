@@ -98,7 +98,8 @@ public final class Spawned: Sendable {
         while isRunning {
             if ContinuousClock.now > deadline {
                 kill(pid, SIGKILL)
-                throw TestSetupError("\(commandLine.joined(separator: " ").prefix(200)) did not exit within \(timeout)")
+                // The program and its first argument only: later arguments may be tokens or secrets.
+                throw TestSetupError("\(commandLine.prefix(2).joined(separator: " ")) did not exit within \(timeout)")
             }
             try await Task.sleep(for: .milliseconds(20))
         }

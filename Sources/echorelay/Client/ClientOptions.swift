@@ -56,8 +56,9 @@ struct ClientOptions: ParsableArguments {
         guard let parsed = URLComponents(string: text), let scheme = parsed.scheme?.lowercased(),
               scheme == "http" || scheme == "https", parsed.host?.isEmpty == false,
               parsed.query == nil, parsed.fragment == nil, parsed.user == nil, parsed.password == nil else {
-            // Quoted only without user:password@, so that a password is never printed.
-            let shown = text.contains("@") ? "" : ", got \"\(text)\""
+            // Quoted only without user:password@ or a query (say ?access_token=…), so that a
+            // credential in the URL is never printed.
+            let shown = text.contains("@") || text.contains("?") ? "" : ", got \"\(text)\""
             throw ClientError("ECHORELAY_URL / --url must be http://host[:port] or https://host[:port], with no user, query or fragment\(shown)")
         }
         var base = text
