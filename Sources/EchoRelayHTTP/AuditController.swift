@@ -23,9 +23,11 @@ struct AuditController<Context: RequestContext>: Sendable {
         query.beforeID = reader.cursor()
         let limit = reader.limit()
         try reader.finish()
-        query.limit = limit + 1
-        return try JSONResponse.make(PageView("entries", fetched: try await store.auditEntries(query), limit: limit,
-                                              cursor: { String($0.id) }, view: AuditEntryView.init))
+        let page = try await PageCut.fetch(limit: limit) { rows in
+            query.limit = rows
+            return try await store.auditEntries(query)
+        }
+        return try JSONResponse.make(PageView("entries", page, cursor: { String($0.id) }, view: AuditEntryView.init))
     }
 }
 

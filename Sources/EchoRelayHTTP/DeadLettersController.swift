@@ -26,9 +26,8 @@ struct DeadLettersController<Context: RequestContext>: Sendable {
         let cursor = reader.cursor()
         let limit = reader.limit()
         try reader.finish()
-        let letters = try await store.deadLetters(filter, beforeID: cursor, limit: limit + 1)
-        return try JSONResponse.make(PageView("dead_letters", fetched: letters, limit: limit,
-                                              cursor: { String($0.deliveryID) }, view: DeadLetterView.init))
+        let page = try await PageCut.fetch(limit: limit) { try await store.deadLetters(filter, beforeID: cursor, limit: $0) }
+        return try JSONResponse.make(PageView("dead_letters", page, cursor: { String($0.deliveryID) }, view: DeadLetterView.init))
     }
 
     @Sendable func redrive(_ request: Request, context: Context) async throws -> Response {

@@ -11,9 +11,8 @@ struct PageView<Item: Encodable>: Encodable {
         self.nextCursor = nextCursor
     }
 
-    /// A page cut from `fetched`, which the store was asked for with `limit + 1`.
-    init<Row>(_ list: String, fetched: [Row], limit: Int, cursor: (Row) -> String, view: (Row) -> Item) {
-        let page = PageCut(fetched, limit: limit)
+    /// A page of store rows, each shown through `view`, the next cursor from `cursor`.
+    init<Row>(_ list: String, _ page: PageCut<Row>, cursor: (Row) -> String, view: (Row) -> Item) {
         self.init(list, page.shown.map(view), nextCursor: page.cursorRow.map(cursor))
     }
 
@@ -32,16 +31,18 @@ struct PageView<Item: Encodable>: Encodable {
     }
 }
 
-/// Rows the store was asked for with `limit + 1`, cut to a page: one row more than asked says
-/// another page exists, and the last row shown is its cursor. The API's lists and the
+/// One page of store rows. The store is asked for one row more than the page holds: that row
+/// says another page exists, and the last row shown is its cursor. The API's lists and the
 /// console's pages page the same way.
 struct PageCut<Row> {
     let shown: ArraySlice<Row>
     /// The row whose key is the next page's cursor; nil on the last page.
     let cursorRow: Row?
 
-    init(_ fetched: [Row], limit: Int) {
-        shown = fetched.prefix(limit)
-        cursorRow = fetched.count > limit ? shown.last : nil
+    /// Asks `rows` for `limit + 1` rows and keeps `limit`.
+    static func fetch(limit: Int, _ rows: (Int) async throws -> [Row]) async rethrows -> PageCut {
+        let fetched = try await rows(limit + 1)
+        let shown = fetched.prefix(limit)
+        return PageCut(shown: shown, cursorRow: fetched.count > limit ? shown.last : nil)
     }
 }

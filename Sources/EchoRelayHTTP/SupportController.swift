@@ -33,13 +33,13 @@ struct SupportController<Context: RequestContext>: Sendable {
         query.until = reader.time("until")
         reader.checkRange(since: query.since, until: query.until)
         query.beforeSequence = reader.cursor()
-        query.limit = reader.limit()
+        let limit = reader.limit()
         try reader.finish()
-
-        let requested = query.limit
-        query.limit += 1
-        return try JSONResponse.make(PageView("events", fetched: try await store.timeline(query), limit: requested,
-                                              cursor: { String($0.event.sequence) }, view: TimelineEventView.init))
+        let page = try await PageCut.fetch(limit: limit) { rows in
+            query.limit = rows
+            return try await store.timeline(query)
+        }
+        return try JSONResponse.make(PageView("events", page, cursor: { String($0.event.sequence) }, view: TimelineEventView.init))
     }
 
     @Sendable func replay(_ request: Request, context: Context) async throws -> Response {

@@ -218,12 +218,14 @@ struct ConsoleController<Context: RequestContext>: Sendable {
         await signedIn(request, context: context) { signed in
             let userID = try context.parameters.decoded("user_id")
             var reader = QueryReader(request)
-            var query = TimelineQuery(userID: userID, beforeSequence: reader.cursor(), limit: reader.limit())
+            var query = TimelineQuery(userID: userID, beforeSequence: reader.cursor())
+            let limit = reader.limit()
             try reader.finish()
-            let limit = query.limit
-            query.limit += 1
             async let state = store.user(id: userID)
-            let entries = PageCut(try await store.timeline(query), limit: limit)
+            let entries = try await PageCut.fetch(limit: limit) { rows in
+                query.limit = rows
+                return try await store.timeline(query)
+            }
             let now = now()
             let page = UserPage(
                 userID: userID, state: try await state.map { UserPage.State($0, now: now) },
@@ -285,7 +287,7 @@ struct ConsoleController<Context: RequestContext>: Sendable {
             let cursor: Int64? = reader.cursor()
             let limit = reader.limit()
             try reader.finish()
-            let letters = PageCut(try await store.deadLetters(filter, beforeID: cursor, limit: limit + 1), limit: limit)
+            let letters = try await PageCut.fetch(limit: limit) { try await store.deadLetters(filter, beforeID: cursor, limit: $0) }
             let now = now()
             let older = letters.cursorRow.map { last in
                 "/console/dead-letters?" + ConsolePath.query([("subscription_id", filter.subscriptionID), ("cursor", String(last.deliveryID))])
@@ -321,8 +323,10 @@ struct ConsoleController<Context: RequestContext>: Sendable {
             query.beforeID = reader.cursor()
             let limit = reader.limit()
             try reader.finish()
-            query.limit = limit + 1
-            let entries = PageCut(try await store.auditEntries(query), limit: limit)
+            let entries = try await PageCut.fetch(limit: limit) { rows in
+                query.limit = rows
+                return try await store.auditEntries(query)
+            }
             let now = now()
             let older = entries.cursorRow.map { last in
                 "/console/audit?" + ConsolePath.query([("action", query.action), ("target", query.target), ("cursor", String(last.id))])
