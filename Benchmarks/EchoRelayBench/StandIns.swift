@@ -21,7 +21,7 @@ enum BenchProvider {
         return "+1555" + String(repeating: "0", count: 7 - digits.count) + digits
     }
 
-    static func router(port: @escaping @Sendable () -> Int) -> Router<BasicRequestContext> {
+    static func router() -> Router<BasicRequestContext> {
         let router = Router()
         router.get(RouterPath(path)) { request, _ -> Response in
             guard let authorization = request.headers[.authorization],
@@ -31,7 +31,7 @@ enum BenchProvider {
                 return json(.unauthorized, #"{"errors":[{"code":32,"message":"Could not authenticate you."}]}"#)
             }
             let user = String(token.dropFirst(4))
-            let url = "http://127.0.0.1:\(port())\(path)"
+            let url = "http://\(request.head.authority ?? "")\(path)"  // as this request reached us: what the client signed
             let signed = (try? OAuth1.isValidSignature(
                 of: header, method: "GET", url: url, consumerSecret: consumerSecret, tokenSecret: tokenSecret(of: user)
             )) ?? false
@@ -83,29 +83,6 @@ enum BenchSubscriber {
         }
         return router
     }
-}
-
-/// Runs a router on 127.0.0.1 at an ephemeral port until the task is cancelled.
-struct LoopbackServer: Sendable {
-    let port: Int
-    let task: Task<Void, any Error>
-
-    static func start(_ router: Router<BasicRequestContext>) async throws -> LoopbackServer {
-        let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
-        var logger = Logger(label: "bench.standin")
-        logger.logLevel = .error
-        let app = Application(
-            router: router,
-            configuration: .init(address: .hostname("127.0.0.1", port: 0), serverName: "bench"),
-            onServerRunning: { channel in continuation.yield(channel.localAddress?.port ?? 0) },
-            logger: logger
-        )
-        let task = Task { try await app.run() }
-        for await port in ports { return LoopbackServer(port: port, task: task) }
-        throw BenchError("a stand-in server did not start")
-    }
-
-    func stop() { task.cancel() }
 }
 
 struct BenchError: Error, CustomStringConvertible {

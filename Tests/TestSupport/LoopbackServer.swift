@@ -1,33 +1,44 @@
 import EchoRelayCore
 import Hummingbird
+import Logging
+import Synchronization
 
-/// Runs a Hummingbird router on 127.0.0.1 at an ephemeral port for the length of `body`:
-/// the shared machinery of the stand-in provider and subscriber.
-enum LoopbackServer {
-    static func run<Result: Sendable>(
-        _ router: Router<BasicRequestContext>,
-        onPort: @escaping @Sendable (Int) -> Void,
-        onStop: @escaping @Sendable () -> Void,
-        _ body: () async throws -> Result
+/// Runs a Hummingbird router on 127.0.0.1 at an ephemeral port for the length of `body`,
+/// which is given the port: the shared machinery of the stand-in provider and subscriber, and
+/// of the benchmark's stand-ins.
+public enum LoopbackServer {
+    public static func run<Result: Sendable>(
+        _ router: Router<BasicRequestContext>, logger: Logger = TestLogger.quiet,
+        onStop: @escaping @Sendable () -> Void = {},
+        _ body: (Int) async throws -> Result
     ) async throws -> Result {
         let started = Gate()
+        let port = Mutex(0)
         let app = Application(
             router: router,
             configuration: .init(address: .hostname("127.0.0.1", port: 0)),
             onServerRunning: { channel in
-                onPort(channel.localAddress?.port ?? 0)
+                port.withLock { $0 = channel.localAddress?.port ?? 0 }
                 started.open()
             },
-            logger: TestLogger.quiet
+            logger: logger
         )
         return try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { try await app.run() }
+            group.addTask {
+                defer { started.open() }  // a server that fails to start must not leave us waiting
+                try await app.run()
+            }
             await started.wait()
+            let listening = port.withLock { $0 }
+            guard listening != 0 else {
+                try await group.next()  // the server's own error, if it gave one
+                throw TestSetupError("a loopback server stopped before it listened")
+            }
             defer {
                 onStop()
                 group.cancelAll()
             }
-            return try await body()
+            return try await body(listening)
         }
     }
 }

@@ -126,9 +126,9 @@ public final class StandInProvider: Sendable {
     public func run<Result: Sendable>(_ body: @Sendable (StandInProvider) async throws -> Result) async throws -> Result {
         let router = Router()
         router.get("**") { request, _ in await self.answer(request) }
-        return try await LoopbackServer.run(router, onPort: { port in self.state.withLock { $0.port = port } },
-                                            onStop: { self.releaseHanging.wake() }) {
-            try await body(self)
+        return try await LoopbackServer.run(router, onStop: { self.releaseHanging.wake() }) { port in
+            self.state.withLock { $0.port = port }
+            return try await body(self)
         }
     }
 

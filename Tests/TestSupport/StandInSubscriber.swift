@@ -163,9 +163,9 @@ public final class StandInSubscriber: Sendable {
         let router = Router()
         router.post("/") { request, _ in await self.answer(request) }
         router.post("**") { request, _ in await self.answer(request) }
-        return try await LoopbackServer.run(router, onPort: { port in self.state.withLock { $0.port = port } },
-                                            onStop: { self.releaseHanging() }) {
-            try await body(self)
+        return try await LoopbackServer.run(router, onStop: { self.releaseHanging() }) { port in
+            self.state.withLock { $0.port = port }
+            return try await body(self)
         }
     }
 
