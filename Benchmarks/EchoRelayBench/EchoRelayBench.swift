@@ -183,7 +183,7 @@ struct Bench {
         }
         try await client.shutdown()
         report.peakResident = serve.peakResidentBytes()
-        report.badSignatures = tracker.snapshot.badSignatures
+        report.badSignatures = tracker.counts.badSignatures
         try await serve.stop()
 
         report.storage = try await databases.withClient(url: url) { client in

@@ -61,16 +61,16 @@ struct EndToEndMeasurement {
         let start = ContinuousClock.now + .milliseconds(100)
         let interval = Duration.seconds(1) / rate
         tracker.begin(step: index, start: start, interval: interval)
-        let before = tracker.snapshot
+        let before = tracker.counts
         // Deliveries owed at time t: every event meant to have left by t, to every subscriber.
         func backlog(at instant: ContinuousClock.Instant) -> Int {
             let offered = min(Int(Double(rate) * duration.secondsDouble), Int((instant - start) / interval))
-            return offered * subscriptions - tracker.snapshot.current.delivered
+            return offered * subscriptions - tracker.counts.delivered
         }
         async let middle: Int = { try? await Task.sleep(until: start + duration / 2); return backlog(at: .now) }()
         async let end: (Int, Int) = {
             try? await Task.sleep(until: start + duration)
-            return (backlog(at: .now), tracker.snapshot.current.delivered)
+            return (backlog(at: .now), tracker.counts.delivered)
         }()
         let failed = await generator.openLoop(run: run, step: index, rate: rate, duration: duration, start: start, tracker: tracker)
         let (backlogMiddle, (backlogEnd, deliveredInWindow)) = await (middle, end)
@@ -79,12 +79,12 @@ struct EndToEndMeasurement {
         let drainDeadline = ContinuousClock.now + .seconds(30)
         var drained = false
         while ContinuousClock.now < drainDeadline {
-            let now = tracker.snapshot
-            if now.current.delivered >= now.acknowledged * subscriptions { drained = true; break }
+            let now = tracker.counts
+            if now.delivered >= now.acknowledged * subscriptions { drained = true; break }
             try await Task.sleep(for: .milliseconds(50))
         }
-        let after = tracker.snapshot
-        let histogram = after.current.latencyMicros
+        let after = tracker.counts
+        let histogram = tracker.latencies
         func ms(_ micros: UInt64) -> Double { Double(micros) / 1000 }
         return LatencyStep(
             offeredRate: rate, sent: Int(Double(rate) * duration.secondsDouble), failed: failed,

@@ -59,7 +59,26 @@ final class Tracker: Sendable {
 
     func badSignature() { state.withLock { $0.badSignatures += 1 } }
 
-    var snapshot: State { state.withLock { $0 } }
+    /// The counters now. Only these are copied out: a copy of the whole state (the set of
+    /// every delivery seen) held by a reader would make the next `delivered` copy it all,
+    /// inside the lock, on the subscriber's answer path.
+    struct Counts {
+        let delivered: Int
+        let acknowledged: Int
+        let outOfOrder: Int
+        let duplicates: Int
+        let badSignatures: Int
+    }
+
+    var counts: Counts {
+        state.withLock {
+            Counts(delivered: $0.current.delivered, acknowledged: $0.acknowledged, outOfOrder: $0.outOfOrder,
+                   duplicates: $0.duplicates, badSignatures: $0.badSignatures)
+        }
+    }
+
+    /// The current step's latencies, for its report once it has drained.
+    var latencies: Histogram<UInt64> { state.withLock { $0.current.latencyMicros } }
 }
 
 /// Event ids that carry their step and index, so a delivery finds its intended send time
