@@ -9,10 +9,6 @@ extension PostgresEventStore: TimelineStore {
             let rows = try await client.query("""
                 SELECT e.id, e.type, e.sequence, e.occurred_at, e.received_at, e.status, e.status_reason,
                        e.decided_at, e.verified_at,
-                       count(d.id) FILTER (WHERE d.replay_id IS NULL AND d.status = 'pending')::integer,
-                       count(d.id) FILTER (WHERE d.replay_id IS NULL AND d.status = 'delivered')::integer,
-                       count(d.id) FILTER (WHERE d.replay_id IS NULL AND d.status = 'dead')::integer,
-                       count(d.id) FILTER (WHERE d.replay_id IS NULL AND d.status = 'cancelled')::integer,
                        count(d.id) FILTER (WHERE d.replay_id IS NOT NULL)::integer,
                        coalesce(array_agg(d.subscription_id ORDER BY d.subscription_id) FILTER (WHERE d.id IS NOT NULL AND d.replay_id IS NULL), '{}'),
                        coalesce(array_agg(d.status ORDER BY d.subscription_id) FILTER (WHERE d.id IS NOT NULL AND d.replay_id IS NULL), '{}')
@@ -29,7 +25,7 @@ extension PostgresEventStore: TimelineStore {
                 """, logger: logger)
             var entries: [TimelineEntry] = []
             for try await row in rows.decode(
-                (String, String, Int64, Date, Date, String, String?, Date?, Date?, Int, Int, Int, Int, Int, [String], [String]).self
+                (String, String, Int64, Date, Date, String, String?, Date?, Date?, Int, [String], [String]).self
             ) {
                 guard let type = EventType(rawValue: row.1), let status = EventStatus(rawValue: row.5) else {
                     throw StoreError.unexpected("event \(row.0) has an unknown type or status")
@@ -38,15 +34,13 @@ extension PostgresEventStore: TimelineStore {
                     id: row.0, type: type, userID: query.userID, sequence: row.2, occurredAt: row.3, receivedAt: row.4,
                     status: status, reason: row.6.flatMap(VerificationReason.init(rawValue:)), decidedAt: row.7, verifiedAt: row.8
                 )
-                let bySubscription = try zip(row.14, row.15).map { subscriptionID, status in
+                let bySubscription = try zip(row.10, row.11).map { subscriptionID, status in
                     guard let status = DeliveryStatus(rawValue: status) else {
                         throw StoreError.unexpected("a delivery of event \(row.0) has an unknown status")
                     }
                     return SubscriptionDeliveryState(subscriptionID: subscriptionID, status: status)
                 }
-                entries.append(TimelineEntry(event: event, deliveries: DeliverySummary(
-                    pending: row.9, delivered: row.10, dead: row.11, cancelled: row.12, replays: row.13, bySubscription: bySubscription
-                )))
+                entries.append(TimelineEntry(event: event, deliveries: DeliverySummary(bySubscription: bySubscription, replays: row.9)))
             }
             return entries
         } catch {

@@ -3,14 +3,11 @@ import Foundation
 
 extension SQLiteEventStore {
     public func timeline(_ query: TimelineQuery) async throws -> [TimelineEntry] {
-        try await session.read { db in
+        let decoder = JSONDecoder()
+        return try await session.read { db in
             try await db.rows("""
                 SELECT e.id, e.type, e.sequence, e.occurred_at, e.received_at, e.status, e.status_reason,
                        e.decided_at, e.verified_at,
-                       count(d.id) FILTER (WHERE d.replay_id IS NULL AND d.status = 'pending'),
-                       count(d.id) FILTER (WHERE d.replay_id IS NULL AND d.status = 'delivered'),
-                       count(d.id) FILTER (WHERE d.replay_id IS NULL AND d.status = 'dead'),
-                       count(d.id) FILTER (WHERE d.replay_id IS NULL AND d.status = 'cancelled'),
                        count(d.id) FILTER (WHERE d.replay_id IS NOT NULL),
                        json_group_array(json_array(d.subscription_id, d.status)) FILTER (WHERE d.id IS NOT NULL AND d.replay_id IS NULL)
                 FROM events e LEFT JOIN deliveries d ON d.event_id = e.id
@@ -36,17 +33,14 @@ extension SQLiteEventStore {
                     reason: try row.optionalString(6).flatMap(VerificationReason.init(rawValue:)),
                     decidedAt: try row.optionalDate(7), verifiedAt: try row.optionalDate(8)
                 )
-                let pairs = try JSONDecoder().decode([[String]].self, from: Data(try row.string(14).utf8))
+                let pairs = try decoder.decode([[String]].self, from: Data(try row.string(10).utf8))
                 let bySubscription = try pairs.map { pair in
                     guard pair.count == 2, let status = DeliveryStatus(rawValue: pair[1]) else {
                         throw StoreError.unexpected("a delivery of event \(id) has an unknown status")
                     }
                     return SubscriptionDeliveryState(subscriptionID: pair[0], status: status)
                 }.sorted { $0.subscriptionID < $1.subscriptionID }
-                return TimelineEntry(event: event, deliveries: DeliverySummary(
-                    pending: try row.int(9), delivered: try row.int(10), dead: try row.int(11), cancelled: try row.int(12),
-                    replays: try row.int(13), bySubscription: bySubscription
-                ))
+                return TimelineEntry(event: event, deliveries: DeliverySummary(bySubscription: bySubscription, replays: try row.int(9)))
             }
         }
     }

@@ -24,28 +24,27 @@ public struct TimelineQuery: Sendable, Equatable {
     }
 }
 
-/// How an event's deliveries stand: its original deliveries by state, and how many
+/// How an event's deliveries stand: its original delivery to each subscription, and how many
 /// replayed deliveries it has had.
 public struct DeliverySummary: Sendable, Equatable {
-    public var pending = 0
-    public var delivered = 0
-    public var dead = 0
-    public var cancelled = 0
-    public var replays = 0
     /// The state of the original delivery to each subscription, by subscription id.
-    public var bySubscription: [SubscriptionDeliveryState] = []
+    public var bySubscription: [SubscriptionDeliveryState]
+    public var replays: Int
 
-    public init(pending: Int = 0, delivered: Int = 0, dead: Int = 0, cancelled: Int = 0, replays: Int = 0,
-                bySubscription: [SubscriptionDeliveryState] = []) {
-        self.pending = pending
-        self.delivered = delivered
-        self.dead = dead
-        self.cancelled = cancelled
-        self.replays = replays
+    public init(bySubscription: [SubscriptionDeliveryState] = [], replays: Int = 0) {
         self.bySubscription = bySubscription
+        self.replays = replays
     }
 
-    public var total: Int { pending + delivered + dead + cancelled }
+    public var pending: Int { count(.pending) }
+    public var delivered: Int { count(.delivered) }
+    public var dead: Int { count(.dead) }
+    public var cancelled: Int { count(.cancelled) }
+    public var total: Int { bySubscription.count }
+
+    private func count(_ status: DeliveryStatus) -> Int {
+        bySubscription.count { $0.status == status }
+    }
 }
 
 /// Where one event's original delivery to one subscription stands.
