@@ -204,6 +204,7 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),      // raw TCP clients that misbehave on purpose
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "ServiceLifecycleTestKit", package: "swift-service-lifecycle"),
+                .product(name: "InMemoryLogging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
         ),

@@ -13,6 +13,7 @@ struct IngestController<Context: RequestContext>: Sendable {
     let now: @Sendable () -> Date
     let metrics: RelayMetrics
     let workCreated: @Sendable () -> Void
+    let summary = IngestSummary()
 
     func addRoutes(to router: Router<Context>) {
         router.post("/v1/events", use: ingest)
@@ -41,18 +42,25 @@ struct IngestController<Context: RequestContext>: Sendable {
     private func accept(_ request: Request, context: Context, type: inout EventType?) async throws -> (Response, Bool) {
         let body = try await request.body.collect(upTo: context.maxUploadSize)  // already read and capped by RequestBodyMiddleware
         do throws(WebhookVerificationError) {
-            try StandardWebhooks.verify(
-                id: request.headers[values: .webhookID].first,
-                timestamp: request.headers[values: .webhookTimestamp].first,
-                signatures: request.headers[values: .webhookSignature].joined(separator: " "),
-                body: body.readableBytesView, secrets: ingestSecrets, now: now()
-            )
+            try body.withUnsafeReadableBytes { bytes in
+                Result { () throws(WebhookVerificationError) in
+                    try StandardWebhooks.verify(
+                        id: request.headers[.webhookID],
+                        timestamp: request.headers[.webhookTimestamp],
+                        signatures: request.headers[values: .webhookSignature].joined(separator: " "),
+                        body: bytes, secrets: ingestSecrets, now: now()
+                    )
+                }
+            }.get()
         } catch {
             context.logger.notice("ingest signature refused", metadata: ["reason": "\(error)"])
             throw Problem(.unauthorized, slug: "invalid-signature", title: "Invalid webhook signature",
                           detail: error.description)
         }
-        try requireJSONContentType(request)
+        guard MediaType.isJSON(request.headers[.contentType]) else {
+            throw Problem(.unsupportedMediaType, slug: "unsupported-media-type", title: "Unsupported media type",
+                          detail: "the body must be sent as Content-Type: application/json")
+        }
 
         let event: IncomingEvent
         do throws(EventParseError) {
@@ -67,46 +75,39 @@ struct IngestController<Context: RequestContext>: Sendable {
         }
 
         type = event.type
-        var logger = context.logger
-        logger[metadataKey: "event.id"] = "\(event.id)"
-        logger[metadataKey: "user.id"] = "\(event.userID)"
         let receipt: IngestReceipt
         do {
-            // A database that does not answer is an outage (503), never a hung provider. If the
-            // commit landed just before the limit, the provider's retry gets the same receipt.
-            receipt = try await withTimeout(.seconds(10)) { [store] in try await store.ingest(event) }
+            // The store answers within its own limit (503 past it), so no timer runs here.
+            receipt = try await store.ingest(event)
         } catch IngestError.conflict {
-            logger.notice("ingest conflict: same id, different body")
+            context.logger.notice("ingest conflict: same id, different body", metadata: ["event.id": "\(event.id)", "user.id": "\(event.userID)"])
             throw Problem(
                 .conflict, slug: "event-id-conflict", title: "Conflicting event id",
                 detail: "an event with id \"\(event.id)\" was already received with a different body"
             )
         }
         if !receipt.isDuplicate { workCreated() }
-        logger.info(receipt.isDuplicate ? "event received again" : "event accepted",
-                    metadata: ["event.sequence": "\(receipt.sequence)", "event.type": "\(event.type.rawValue)"])
-        let response = try JSONResponse.make(
-            status: .accepted,
-            IngestAcknowledgement(id: receipt.id, sequence: receipt.sequence, status: "accepted")
-        )
-        return (response, receipt.isDuplicate)
+        // One line per event only at debug: at info, `summary` reports the counts now and then.
+        context.logger.debug(receipt.isDuplicate ? "event received again" : "event accepted", metadata: [
+            "event.id": "\(event.id)", "user.id": "\(event.userID)",
+            "event.sequence": "\(receipt.sequence)", "event.type": "\(event.type.rawValue)",
+        ])
+        summary.count(duplicate: receipt.isDuplicate, logger: context.logger)
+        return (Self.acknowledgement(receipt), receipt.isDuplicate)
     }
 
-    private func requireJSONContentType(_ request: Request) throws(Problem) {
-        let value = request.headers[.contentType] ?? ""
-        let parameters = value.split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
-        let charsetIsUTF8 = parameters.dropFirst().allSatisfy { !$0.hasPrefix("charset=") || $0 == "charset=utf-8" || $0 == "charset=\"utf-8\"" }
-        guard parameters.first == "application/json", charsetIsUTF8 else {
-            throw Problem(.unsupportedMediaType, slug: "unsupported-media-type", title: "Unsupported media type",
-                          detail: "the body must be sent as Content-Type: application/json")
-        }
+    /// `202 {"id":…,"sequence":…,"status":"accepted"}`, written directly: an event id is
+    /// `[A-Za-z0-9._:-]` (checked at parsing), so nothing in it needs escaping.
+    static func acknowledgement(_ receipt: IngestReceipt) -> Response {
+        var body = ByteBuffer()
+        body.reserveCapacity(64 + receipt.id.utf8.count)
+        body.writeStaticString(#"{"id":""#)
+        body.writeString(receipt.id)
+        body.writeStaticString(#"","sequence":"#)
+        body.writeString(String(receipt.sequence))
+        body.writeStaticString(#","status":"accepted"}"#)
+        return Response(status: .accepted, headers: [.contentType: "application/json"], body: .init(byteBuffer: body))
     }
-}
-
-struct IngestAcknowledgement: Encodable {
-    let id: String
-    let sequence: Int64
-    let status: String
 }
 
 extension HTTPField.Name {

@@ -19,11 +19,12 @@ struct RequestBodyMiddleware: RouterMiddleware {
         // Read part by part rather than under a cancelling timeout: cancelling the read would
         // end the connection before the answer is written. A client that stops sending
         // altogether is cut off by the server's idle timeout instead.
-        var body = ByteBuffer()
+        var body: ByteBuffer?
         let deadline = ContinuousClock.now + timeout
         for try await part in request.body {
-            guard body.readableBytes + part.readableBytes <= limit else { throw refusing(context, Self.tooLarge) }
-            body.writeImmutableBuffer(part)
+            guard (body?.readableBytes ?? 0) + part.readableBytes <= limit else { throw refusing(context, Self.tooLarge) }
+            // A body that arrives in one part (the usual case) is kept as it came, not copied.
+            if body == nil { body = part } else { body!.writeImmutableBuffer(part) }
             guard ContinuousClock.now < deadline else {
                 context.logger.notice("request body did not arrive in time; closing the connection",
                                       metadata: ["timeout": "\(timeout)"])
@@ -32,7 +33,7 @@ struct RequestBodyMiddleware: RouterMiddleware {
             }
         }
         var request = request
-        request.body = RequestBody(buffer: body)
+        request.body = RequestBody(buffer: body ?? ByteBuffer())
         return try await next(request, context)
     }
 

@@ -14,7 +14,8 @@ import Glibc
         try await EmbeddedServeTests.withFolder { folder in
             let port = try freeLoopbackPort()
             let http = HTTPTestClient(port: port)
-            let serve = try ChildProcess(["serve", "--port", String(port), "--log-format", "json"], environment: [
+            // debug: an accepted event's own line is a debug line (info reports counts now and then).
+            let serve = try ChildProcess(["serve", "--port", String(port), "--log-format", "json", "--log-level", "debug"], environment: [
                 "ECHORELAY_INGEST_SECRETS": LiveServer.ingestSecret, "ECHORELAY_ADMIN_TOKEN": LiveServer.adminToken,
                 "ECHORELAY_CONSUMER_KEY": EchoFixture.consumerKey, "ECHORELAY_ECHO_ALLOWED_HOSTS": "127.0.0.1:1",
             ], workingDirectory: folder)

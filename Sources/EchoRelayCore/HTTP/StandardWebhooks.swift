@@ -59,9 +59,9 @@ public enum StandardWebhooks {
     /// Verifies one message against every active secret.
     ///
     /// Succeeds when any `v1,` entry of the header matches any secret; entries of other
-    /// versions are ignored. Comparison is constant-time (`HMAC.isValidAuthenticationCode`).
+    /// versions are ignored. Comparison is constant-time (swift-crypto's MAC equality).
     public static func verify(
-        id: String?, timestamp: String?, signatures: String?, body: some Collection<UInt8>,
+        id: String?, timestamp: String?, signatures: String?, body: UnsafeRawBufferPointer,
         secrets: [WebhookSecret], now: Date
     ) throws(WebhookVerificationError) {
         guard let id, !id.isEmpty else { throw .missingHeader(idHeader) }
@@ -71,18 +71,33 @@ public enum StandardWebhooks {
               let seconds = Int64(timestamp) else { throw .invalidTimestamp }
         guard abs(Double(seconds) - now.timeIntervalSince1970) <= tolerance else { throw .timestampOutOfTolerance }
 
-        let content = signedContent(id: id, timestamp: seconds, body: body)
-        let candidates = signatures.split(separator: " ").compactMap { entry -> Data? in
-            guard entry.hasPrefix("v1,") else { return nil }
-            return Data(base64Encoded: String(entry.dropFirst(3)))
+        let candidates = signatures.utf8.split(separator: UInt8(ascii: " ")).compactMap { entry -> Data? in
+            guard entry.starts(with: "v1,".utf8) else { return nil }
+            return Data(base64Encoded: Data(entry.dropFirst(3)))
         }
+        guard !candidates.isEmpty else { throw .noMatchingSignature }
         for secret in secrets {
-            for candidate in candidates
-            where HMAC<SHA256>.isValidAuthenticationCode(candidate, authenticating: content, using: secret.key) {
-                return
-            }
+            // The MAC over "id.timestamp." and then the body, without joining them in a copy.
+            var mac = HMAC<SHA256>(key: secret.key)
+            mac.update(data: Array("\(id).\(seconds).".utf8))
+            mac.update(data: body)
+            let code = mac.finalize()
+            if candidates.contains(where: { code == $0 }) { return }
         }
         throw .noMatchingSignature
+    }
+
+    /// `verify` for a body in any collection of bytes (tests, the demo subscriber).
+    public static func verify(
+        id: String?, timestamp: String?, signatures: String?, body: some Collection<UInt8>,
+        secrets: [WebhookSecret], now: Date
+    ) throws(WebhookVerificationError) {
+        let outcome = Array(body).withUnsafeBytes { bytes in
+            Result { () throws(WebhookVerificationError) in
+                try verify(id: id, timestamp: timestamp, signatures: signatures, body: bytes, secrets: secrets, now: now)
+            }
+        }
+        try outcome.get()
     }
 
     private static func signedContent(id: String, timestamp: Int64, body: some Collection<UInt8>) -> Data {
