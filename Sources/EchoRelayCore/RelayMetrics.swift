@@ -7,22 +7,28 @@ public struct RelayMetrics: Sendable {
     private let factory: any MetricsFactory
     // Made once, not per request or per delivery: every label of these is known up front
     // (and each series then shows from the first scrape, at 0).
-    private let received: [String: Counter]
+    /// By event type (nil: not read yet), then by result.
+    private let received: [EventType?: [IngestResult: Counter]]
     private let deliveries: [String: Counter]
     private let attemptDuration: Timer
     private let replays: [String: Counter]
+    private let batchSizes: [CommitGroup: Recorder]
 
     public init(factory: any MetricsFactory = NOOPMetricsHandler.instance) {
         self.factory = factory
-        var received: [String: Counter] = [:]
-        for type in EventType.allCases.map(\.rawValue) + ["unknown"] {
+        var received: [EventType?: [IngestResult: Counter]] = [:]
+        for type in EventType.allCases.map(Optional.some) + [nil] {
             for result in IngestResult.allCases {
-                received[type + "|" + result.rawValue] = Counter(
-                    label: "echorelay_events_received_total", dimensions: [("type", type), ("result", result.rawValue)], factory: factory
+                received[type, default: [:]][result] = Counter(
+                    label: "echorelay_events_received_total",
+                    dimensions: [("type", type?.rawValue ?? "unknown"), ("result", result.rawValue)], factory: factory
                 )
             }
         }
         self.received = received
+        batchSizes = Dictionary(uniqueKeysWithValues: CommitGroup.allCases.map { group in
+            (group, Recorder(label: Self.commitBatchSize, dimensions: [("group", group.rawValue)], aggregate: true, factory: factory))
+        })
         deliveries = Dictionary(uniqueKeysWithValues: ["delivered", "retry", "dead"].map { outcome in
             (outcome, Counter(label: "echorelay_deliveries_total", dimensions: [("outcome", outcome)], factory: factory))
         })
@@ -39,7 +45,17 @@ public struct RelayMetrics: Sendable {
 
     /// `type` is nil when the request was refused before its type was read.
     public func eventReceived(type: EventType?, result: IngestResult) {
-        received[(type?.rawValue ?? "unknown") + "|" + result.rawValue]?.increment()
+        received[type]?[result]?.increment()
+    }
+
+    /// The writes that share commits (group commit), one batch-size histogram each.
+    public enum CommitGroup: String, Sendable, CaseIterable {
+        case ingest, verification, attempt
+    }
+
+    /// One commit of `group` carried `size` requests.
+    public func batchCommitted(_ group: CommitGroup, size: Int) {
+        batchSizes[group]?.record(size)
     }
 
     /// Once per event; the reasons are many, so these series are made as they first occur.
@@ -60,6 +76,9 @@ public struct RelayMetrics: Sendable {
     }
 
     public static let deliveryAttemptDuration = "echorelay_delivery_attempt_duration_seconds"
+    public static let commitBatchSize = "echorelay_commit_batch_size"
+    /// Powers of two up to the largest batch a commit takes.
+    public static let commitBatchSizeBuckets: [Double] = [1, 2, 4, 8, 16, 32, 64, 128, 256]
 }
 
 extension Duration {

@@ -6,14 +6,15 @@ import PostgresNIO
 /// The store's group commits: ingests, verification outcomes and delivery attempts that
 /// arrive at about the same time share one statement and one commit.
 extension PostgresEventStore {
-    /// A group commit whose batches are written on one connection. Four batches in flight
-    /// keep the pipe full while one commits; 64 items a batch keep a statement small. A batch
-    /// is taken off its queue only once a connection is held: while the database is away
-    /// nothing is taken, so a request that times out meanwhile (503) is never written later.
+    /// A group commit whose batches are written on one connection, each flush taking what
+    /// queued during the previous one; 64 items a batch keep a statement small. A batch is
+    /// taken off its queue only once a connection is held: while the database is away nothing
+    /// is taken, so a request that times out meanwhile (503) is never written later.
     static func groupCommit<Input: Sendable, Output: Sendable>(
-        client: PostgresClient, _ write: @escaping @Sendable ([Input], PostgresConnection) async -> [Result<Output, any Error>]
+        client: PostgresClient, maximumWait: Duration? = nil, flushed: @escaping @Sendable (Int) -> Void,
+        _ write: @escaping @Sendable ([Input], PostgresConnection) async -> [Result<Output, any Error>]
     ) -> GroupCommit<Input, Output> {
-        GroupCommit(maximumBatch: 64, maximumCommitters: 4) { take in
+        GroupCommit(maximumBatch: 64, maximumWait: maximumWait, flushed: flushed) { take in
             do {
                 return try await client.withConnection { connection in
                     let batch = take()

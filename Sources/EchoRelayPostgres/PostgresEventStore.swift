@@ -18,13 +18,27 @@ public struct PostgresEventStore: EventStore {
     /// Delivery attempts recorded at about the same time share one statement: see `recordBatch`.
     let attempts: GroupCommit<RecordedAttempt, Bool>
 
-    public init(client: PostgresClient, logger: Logger, sealer: SecretSealer? = nil) {
+    /// How long an ingest waits for its commit before it is answered `503` (nothing stored,
+    /// the provider retries): a database that does not answer is an outage, never a hung provider.
+    public static let ingestMaximumWait: Duration = .seconds(10)
+
+    /// - wakeOtherProcesses: set where the work this process stores is done by other processes
+    ///   (`--role ingest`): ingest statements then carry a `NOTIFY`, at most one per
+    ///   `WakeLimiter.interval`, inside their own transaction.
+    public init(client: PostgresClient, logger: Logger, sealer: SecretSealer? = nil, metrics: RelayMetrics = RelayMetrics(),
+                wakeOtherProcesses: WakeLimiter? = nil) {
         self.client = client
         self.logger = logger
         self.sealer = sealer
-        ingests = Self.groupCommit(client: client) { await Self.ingestBatch($0, on: $1, logger: logger) }
-        finishes = Self.groupCommit(client: client) { await Self.finishBatch($0, on: $1, logger: logger) }
-        attempts = Self.groupCommit(client: client) { await Self.recordBatch($0, on: $1, logger: logger) }
+        ingests = Self.groupCommit(client: client, maximumWait: Self.ingestMaximumWait, flushed: { metrics.batchCommitted(.ingest, size: $0) }) {
+            await Self.ingestBatch($0, on: $1, wakePayload: wakeOtherProcesses?.next(), logger: logger)
+        }
+        finishes = Self.groupCommit(client: client, flushed: { metrics.batchCommitted(.verification, size: $0) }) {
+            await Self.finishBatch($0, on: $1, logger: logger)
+        }
+        attempts = Self.groupCommit(client: client, flushed: { metrics.batchCommitted(.attempt, size: $0) }) {
+            await Self.recordBatch($0, on: $1, logger: logger)
+        }
     }
 
     /// Stores the event and its verification work item, and answers only after the commit
@@ -38,139 +52,105 @@ public struct PostgresEventStore: EventStore {
     /// When the batch statement fails as a whole — an id stored by another process in the
     /// meantime, a deadlock, a lost connection — each event is tried alone, in arrival
     /// order, so each gets its own answer.
-    static func ingestBatch(_ events: [IncomingEvent], on connection: PostgresConnection, logger: Logger) async -> [Result<IngestReceipt, any Error>] {
+    static func ingestBatch(
+        _ events: [IncomingEvent], on connection: PostgresConnection, wakePayload: String?, logger: Logger
+    ) async -> [Result<IngestReceipt, any Error>] {
         if events.count == 1 {
-            return [await Result(catching: { try await ingestOne(events[0], on: connection, logger: logger) })]
+            return [await Result(catching: { try await ingestAlone(events[0], on: connection, wakePayload: wakePayload, logger: logger) })]
         }
         var firstOccurrences: [Int] = []
-        var alone: [Int] = []
+        var repeated: [Int] = []
         var seen = Set<String>()
         for (index, event) in events.enumerated() {
-            if seen.insert(event.id).inserted { firstOccurrences.append(index) } else { alone.append(index) }
+            if seen.insert(event.id).inserted { firstOccurrences.append(index) } else { repeated.append(index) }
         }
         var results = [Result<IngestReceipt, any Error>?](repeating: nil, count: events.count)
         do {
-            let stored = try await insertBatch(firstOccurrences.map { events[$0] }, on: connection, logger: logger)
+            let stored = try await insert(firstOccurrences.map { events[$0] }, on: connection, wakePayload: wakePayload, logger: logger)
+            var storedBefore = repeated
             for index in firstOccurrences {
                 if let sequence = stored[events[index].id] {
                     results[index] = .success(IngestReceipt(id: events[index].id, sequence: sequence, isDuplicate: false))
                 } else {
-                    alone.append(index)  // stored before this batch
+                    storedBefore.append(index)
                 }
             }
-            // Every id left is stored now: its answer is the stored row's, without trying
-            // (and failing) to insert it again.
-            for index in alone.sorted() {
-                results[index] = await Result(catching: { try await receiptForExisting(events[index], on: connection, logger: logger) })
+            // Every id left is stored now: its answer is the stored row's, read in one query,
+            // without trying (and failing) to insert it again.
+            let existing = try await storedRows(ids: storedBefore.map { events[$0].id }, on: connection, logger: logger)
+            for index in storedBefore {
+                results[index] = Result { try receipt(for: events[index], from: existing[events[index].id]) }
             }
         } catch {
             logger.debug("a batched ingest failed as a whole; its events are tried one by one",
                          metadata: ["events": "\(events.count)", "error": "\(StoreError.wrap(error))"])
             for index in events.indices {
-                results[index] = await Result(catching: { try await ingestOne(events[index], on: connection, logger: logger) })
+                results[index] = await Result(catching: {
+                    try await ingestAlone(events[index], on: connection, wakePayload: wakePayload, logger: logger)
+                })
             }
         }
         return results.map { $0 ?? .failure(StoreError.unexpected("an event of a batch got no answer")) }
     }
 
-    /// One statement for the whole batch: each user's sequence moves once by its count of new
-    /// events, which are numbered in arrival order, and every new event gets its work item.
-    /// Users are locked in user-id order, so two batches never wait on each other in a cycle.
-    /// Returns the sequence of each event it stored; ids already stored are left out.
-    private static func insertBatch(_ events: [IncomingEvent], on connection: PostgresConnection, logger: Logger) async throws -> [String: Int64] {
-        let ids = events.map(\.id)
-        let users = events.map(\.userID)
-        let types = events.map(\.type.rawValue)
-        let occurredAt = events.map(\.occurredAt)
-        let fingerprints = events.map { ByteBuffer(bytes: $0.fingerprint) }
-        let phones = events.map { $0.phoneNumber ?? "" }
-        let providers = events.map(\.echo.serviceProvider)
-        let authorizations = events.map(\.echo.authorization.revealed)
-        let rows = try await connection.query("""
-            WITH input AS (
-                SELECT * FROM unnest(\(ids)::text[], \(users)::text[], \(types)::text[], \(occurredAt)::timestamptz[],
-                                     \(fingerprints)::bytea[], \(phones)::text[], \(providers)::text[], \(authorizations)::text[])
-                    WITH ORDINALITY AS i(id, user_id, type, occurred_at, fingerprint, phone, provider, authorization, position)
-            ), fresh AS (
-                SELECT * FROM input i WHERE NOT EXISTS (SELECT 1 FROM events e WHERE e.id = i.id)
-            ), counts AS (
-                SELECT user_id, count(*) AS n FROM fresh GROUP BY user_id
-            ), next AS (
-                INSERT INTO user_sequences AS s (user_id, last_sequence)
-                SELECT user_id, n FROM counts ORDER BY user_id
-                ON CONFLICT (user_id) DO UPDATE SET last_sequence = s.last_sequence + EXCLUDED.last_sequence
-                RETURNING user_id, last_sequence
-            ), stored AS (
-                INSERT INTO events (id, user_id, sequence, type, occurred_at, fingerprint,
-                                    pushed_phone_number, echo_service_provider, echo_authorization)
-                SELECT f.id, f.user_id,
-                       next.last_sequence - counts.n + row_number() OVER (PARTITION BY f.user_id ORDER BY f.position),
-                       f.type, f.occurred_at, f.fingerprint, nullif(f.phone, ''), f.provider, f.authorization
-                FROM fresh f JOIN counts USING (user_id) JOIN next USING (user_id)
-                RETURNING id, sequence
-            ), work AS (
-                INSERT INTO work_items (kind, event_id) SELECT 'verify', id FROM stored
-            )
-            SELECT id, sequence FROM stored
-            """, logger: logger)
+    /// One event in its own statement: stored, or answered from the row stored before (a
+    /// retry, or a conflict if the body differs).
+    static func ingestAlone(
+        _ event: IncomingEvent, on connection: PostgresConnection, wakePayload: String?, logger: Logger
+    ) async throws -> IngestReceipt {
+        do {
+            if let sequence = try await insert([event], on: connection, wakePayload: wakePayload, logger: logger)[event.id] {
+                return IngestReceipt(id: event.id, sequence: sequence, isDuplicate: false)
+            }
+        } catch let error as PSQLError where error.isUniqueViolation(constraint: "events_pkey") {
+            // Stored by another process at the same moment: answered from its row below.
+        } catch {
+            throw StoreError.wrap(error)
+        }
+        return try await receiptForExisting(event, on: connection, logger: logger)
+    }
+
+    /// Runs `IngestStatement`: the sequence of each event it stored; ids already stored are left out.
+    private static func insert(
+        _ events: [IncomingEvent], on connection: PostgresConnection, wakePayload: String?, logger: Logger
+    ) async throws -> [String: Int64] {
         var stored: [String: Int64] = [:]
-        for try await (id, sequence) in rows.decode((String, Int64).self) {
+        stored.reserveCapacity(events.count)
+        for try await (id, sequence) in try await connection.execute(IngestStatement(events: events, wakePayload: wakePayload), logger: logger) {
             stored[id] = sequence
         }
         return stored
     }
 
-    /// One event in one statement: the user's next sequence number, the event and its
-    /// verification work item. The upsert's row lock serialises a user's concurrent events,
-    /// and a duplicate id fails the whole statement, so a sequence number is never taken
-    /// without its event.
-    static func ingestOne(_ event: IncomingEvent, on connection: PostgresConnection, logger: Logger) async throws -> IngestReceipt {
+    /// The first receipt for a retried `id`, or a conflict if the body differs.
+    private static func receiptForExisting(_ event: IncomingEvent, on connection: PostgresConnection, logger: Logger) async throws -> IngestReceipt {
+        try receipt(for: event, from: try await storedRows(ids: [event.id], on: connection, logger: logger)[event.id])
+    }
+
+    /// The sequence and fingerprint of each of these ids that is stored.
+    private static func storedRows(
+        ids: [String], on connection: PostgresConnection, logger: Logger
+    ) async throws -> [String: (sequence: Int64, fingerprint: Data)] {
+        guard !ids.isEmpty else { return [:] }
         do {
-            let rows = try await connection.query("""
-                WITH next AS (
-                    INSERT INTO user_sequences AS s (user_id, last_sequence) VALUES (\(event.userID), 1)
-                    ON CONFLICT (user_id) DO UPDATE SET last_sequence = s.last_sequence + 1
-                    RETURNING last_sequence
-                ), stored AS (
-                    INSERT INTO events (id, user_id, sequence, type, occurred_at, fingerprint,
-                                        pushed_phone_number, echo_service_provider, echo_authorization)
-                    SELECT \(event.id), \(event.userID), next.last_sequence, \(event.type.rawValue),
-                           \(event.occurredAt), \(Data(event.fingerprint)), \(event.phoneNumber),
-                           \(event.echo.serviceProvider), \(event.echo.authorization.revealed)
-                    FROM next
-                    RETURNING id, sequence
-                ), work AS (
-                    INSERT INTO work_items (kind, event_id) SELECT 'verify', id FROM stored
-                )
-                SELECT sequence FROM stored
-                """, logger: logger)
-            for try await sequence in rows.decode(Int64.self) {
-                return IngestReceipt(id: event.id, sequence: sequence, isDuplicate: false)
+            var rows: [String: (sequence: Int64, fingerprint: Data)] = [:]
+            let query = try await connection.query(
+                "SELECT id, sequence, fingerprint FROM events WHERE id = ANY(\(ids))", logger: logger
+            )
+            for try await (id, sequence, fingerprint) in query.decode((String, Int64, Data).self) {
+                rows[id] = (sequence, fingerprint)
             }
-            throw StoreError.unexpected("ingest returned no row")
-        } catch let error as PSQLError where error.isUniqueViolation(constraint: "events_pkey") {
-            return try await receiptForExisting(event, on: connection, logger: logger)
+            return rows
         } catch {
             throw StoreError.wrap(error)
         }
     }
 
-    /// The first receipt for a retried `id`, or a conflict if the body differs.
-    private static func receiptForExisting(_ event: IncomingEvent, on connection: PostgresConnection, logger: Logger) async throws -> IngestReceipt {
-        do {
-            let rows = try await connection.query(
-                "SELECT sequence, fingerprint FROM events WHERE id = \(event.id)", logger: logger
-            )
-            for try await (sequence, fingerprint) in rows.decode((Int64, Data).self) {
-                guard Array(fingerprint) == event.fingerprint else { throw IngestError.conflict(id: event.id) }
-                return IngestReceipt(id: event.id, sequence: sequence, isDuplicate: true)
-            }
-            throw StoreError.unexpected("event vanished after a duplicate-key error")
-        } catch let error as IngestError {
-            throw error
-        } catch {
-            throw StoreError.wrap(error)
-        }
+    /// A retry's answer from its stored row: the first receipt, or a conflict if the body differs.
+    private static func receipt(for event: IncomingEvent, from stored: (sequence: Int64, fingerprint: Data)?) throws -> IngestReceipt {
+        guard let stored else { throw StoreError.unexpected("event vanished after a duplicate-key error") }
+        guard Array(stored.fingerprint) == event.fingerprint else { throw IngestError.conflict(id: event.id) }
+        return IngestReceipt(id: event.id, sequence: stored.sequence, isDuplicate: true)
     }
 
     public func event(id: String) async throws -> StoredEvent? {

@@ -2,10 +2,11 @@ import EchoRelayCore
 import Logging
 import PostgresNIO
 import ServiceLifecycle
+import Synchronization
 
-/// Wakes workers in other processes. After an ingest commits, `announce()` asks for one
-/// `NOTIFY`; bursts are coalesced so at most one is sent per `debounce`. It is never sent
-/// inside the ingest transaction, where it would serialise commits. A dedicated connection
+/// Wakes workers in other processes. After a commit that created work, `announce()` asks for
+/// one `NOTIFY`; bursts are coalesced so at most one is sent per `debounce`. (Ingest sends
+/// its own, inside its statement: see `WakeLimiter`.) A dedicated connection
 /// LISTENs and wakes this process's workers when another process announces work. Where
 /// notifications are lost (a transaction-pooling proxy), the workers' polling still finds
 /// the work.
@@ -72,6 +73,32 @@ public final class PostgresWorkNotifications: Service, Sendable, CustomStringCon
                 logger.debug("LISTEN interrupted; retrying", metadata: ["error": "\(safeDescription(of: error))"])
                 try? await Task.sleep(for: .seconds(1))
             }
+        }
+    }
+}
+
+/// Lets at most one wake-up through per `interval`, River-style: the `NOTIFY` an ingest
+/// statement carries is leading-edge limited, so a burst costs one notification, not one per
+/// batch. A listener that misses work this way (it claimed just before the batch committed)
+/// finds it by polling.
+public final class WakeLimiter: Sendable {
+    /// What the notification carries: the sending process's id, which its own listener ignores.
+    let payload: String
+    let interval: Duration
+    private let lastSent = Mutex<ContinuousClock.Instant?>(nil)
+
+    public init(payload: String, interval: Duration = .milliseconds(10)) {
+        self.payload = payload
+        self.interval = interval
+    }
+
+    /// The payload to send now, or nil when one was sent less than `interval` ago.
+    func next() -> String? {
+        let now = ContinuousClock.now
+        return lastSent.withLock { lastSent in
+            if let last = lastSent, now - last < interval { return nil }
+            lastSent = now
+            return payload
         }
     }
 }

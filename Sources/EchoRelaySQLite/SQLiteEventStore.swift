@@ -5,6 +5,7 @@ import EchoRelaySchema
 import Foundation
 import Logging
 import SQLiteNIO
+import Synchronization
 
 /// The embedded store: everything in one local SQLite file, so `echorelay serve` runs with
 /// no database server. It serves one process: `open` locks the file, and every operation
@@ -16,19 +17,27 @@ public final class SQLiteEventStore: EchoRelayStore {
     public let path: String
     /// Seals subscription secrets on write and opens them for signing; nil stores them as is.
     let sealer: SecretSealer?
+    /// Concurrent ingests share one transaction (group commit): see `ingestBatch`.
+    private let ingests: GroupCommit<IncomingEvent, IngestReceipt>
 
-    private init(session: SQLiteSession, path: String, logger: Logger, sealer: SecretSealer?) {
+    private init(session: SQLiteSession, path: String, logger: Logger, sealer: SecretSealer?, metrics: RelayMetrics) {
         self.session = session
         self.path = path
         self.logger = logger
         self.sealer = sealer
+        // As on PostgreSQL: a request that waits longer than this for its commit is a 503.
+        ingests = GroupCommit(maximumBatch: 256, maximumWait: .seconds(10), flushed: { metrics.batchCommitted(.ingest, size: $0) }) {
+            take in try await Self.ingestBatch(take: take, session: session, logger: logger)
+        }
     }
 
     /// Opens (creating if missing) the database file and locks it for this process. Throws
     /// `SQLiteStoreError.locked` if another EchoRelay process, or another store in this one,
     /// has it. Does not migrate: call `migrate()`. With a `sealer`, subscription secrets are
     /// stored sealed (see `SecretSealer`).
-    public static func open(path: String, logger: Logger, sealer: SecretSealer? = nil) async throws -> SQLiteEventStore {
+    public static func open(
+        path: String, logger: Logger, sealer: SecretSealer? = nil, metrics: RelayMetrics = RelayMetrics()
+    ) async throws -> SQLiteEventStore {
         let lock = try FileLock.acquire(path: path)
         let connection: SQLiteConnection
         do {
@@ -46,7 +55,9 @@ public final class SQLiteEventStore: EchoRelayStore {
             throw error as? SQLiteStoreError ?? SQLiteStoreError.cannotOpen(path: path, reason: "\(error)")
         }
         logger.info("opened the embedded SQLite store", metadata: ["sqlite.path": "\(path)"])
-        return SQLiteEventStore(session: SQLiteSession(connection: connection, lock: lock), path: path, logger: logger, sealer: sealer)
+        return SQLiteEventStore(
+            session: SQLiteSession(connection: connection, lock: lock), path: path, logger: logger, sealer: sealer, metrics: metrics
+        )
     }
 
     private static func configure(_ connection: SQLiteConnection, path: String) async throws {
@@ -114,34 +125,74 @@ public final class SQLiteEventStore: EchoRelayStore {
 
 extension SQLiteEventStore {
     public func ingest(_ event: IncomingEvent) async throws -> IngestReceipt {
-        try await session.write { db in
-            // A retried id returns its first receipt and stores nothing; the check and the
-            // insert are one transaction under the write lock, so they cannot race.
-            if let existing = try await db.row("SELECT sequence, fingerprint FROM events WHERE id = ?1", [event.id]) {
-                guard try existing.bytes(1) == event.fingerprint else { throw IngestError.conflict(id: event.id) }
-                return IngestReceipt(id: event.id, sequence: try existing.int64(0), isDuplicate: true)
+        try await ingests.submit(event)
+    }
+
+    /// One transaction for the whole batch, taken once the connection is free. Each event's
+    /// answer is its own (stored, a retry, a conflict). If the transaction fails as a whole,
+    /// each event is tried alone in a transaction of its own, so one bad event fails alone.
+    static func ingestBatch(
+        take: @escaping @Sendable () -> [IncomingEvent], session: SQLiteSession, logger: Logger
+    ) async throws -> [Result<IngestReceipt, any Error>] {
+        let taken = Mutex<[IncomingEvent]>([])
+        do {
+            return try await session.write { db in
+                let events = take()
+                taken.withLock { $0 = events }
+                var results: [Result<IngestReceipt, any Error>] = []
+                results.reserveCapacity(events.count)
+                for event in events {
+                    do {
+                        results.append(.success(try await ingestOne(event, db: db)))
+                    } catch let conflict as IngestError {
+                        results.append(.failure(conflict))  // nothing written for it
+                    }
+                }
+                return results
             }
-            // The user's next sequence number, the event and its verification work item, in one
-            // transaction: a sequence number is never taken without its event, so there are no gaps.
-            guard let next = try await db.row("""
-                INSERT INTO user_sequences (user_id, last_sequence) VALUES (?1, 1)
-                ON CONFLICT (user_id) DO UPDATE SET last_sequence = last_sequence + 1
-                RETURNING last_sequence
-                """, [event.userID]) else { throw StoreError.unexpected("sequence upsert returned no row") }
-            let sequence = try next.int64(0)
-            try await db.run("""
-                INSERT INTO events (id, user_id, sequence, type, occurred_at, received_at, fingerprint,
-                                    pushed_phone_number, echo_service_provider, echo_authorization)
-                VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
-                """, [event.id, event.userID, sequence, event.type.rawValue, event.occurredAt, db.now,
-                      Blob(event.fingerprint), event.phoneNumber, event.echo.serviceProvider,
-                      event.echo.authorization.revealed])
-            try await db.run(
-                "INSERT INTO work_items (kind, event_id, due_at, created_at) VALUES ('verify', ?1, ?2, ?2)",
-                [event.id, db.now]
-            )
-            return IngestReceipt(id: event.id, sequence: sequence, isDuplicate: false)
+        } catch {
+            let events = taken.withLock { $0 }
+            guard events.count > 1 else {
+                if events.isEmpty { throw error }  // no transaction began: the whole batch gets the error
+                return [.failure(error)]
+            }
+            logger.debug("a batched ingest failed as a whole; its events are tried one by one",
+                         metadata: ["events": "\(events.count)", "error": "\(error)"])
+            var results: [Result<IngestReceipt, any Error>] = []
+            for event in events {
+                results.append(await Result(catching: { try await session.write { db in try await ingestOne(event, db: db) } }))
+            }
+            return results
         }
+    }
+
+    /// One event inside the caller's transaction: a retried id returns its first receipt and
+    /// writes nothing (the check and the insert share the transaction and the write lock, so
+    /// they cannot race); a new one takes the user's next sequence number, and is stored with
+    /// its verification work item — a sequence number is never taken without its event.
+    private static func ingestOne(_ event: IncomingEvent, db: SQLiteDB) async throws -> IngestReceipt {
+        if let existing = try await db.row("SELECT sequence, fingerprint FROM events WHERE id = ?1", [event.id]) {
+            guard try existing.bytes(1) == event.fingerprint else { throw IngestError.conflict(id: event.id) }
+            return IngestReceipt(id: event.id, sequence: try existing.int64(0), isDuplicate: true)
+        }
+        guard let next = try await db.row("""
+            INSERT INTO user_sequences (user_id, last_sequence) VALUES (?1, 1)
+            ON CONFLICT (user_id) DO UPDATE SET last_sequence = last_sequence + 1
+            RETURNING last_sequence
+            """, [event.userID]) else { throw StoreError.unexpected("sequence upsert returned no row") }
+        let sequence = try next.int64(0)
+        try await db.run("""
+            INSERT INTO events (id, user_id, sequence, type, occurred_at, received_at, fingerprint,
+                                pushed_phone_number, echo_service_provider, echo_authorization)
+            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
+            """, [event.id, event.userID, sequence, event.type.rawValue, event.occurredAt, db.now,
+                  Blob(event.fingerprint), event.phoneNumber, event.echo.serviceProvider,
+                  event.echo.authorization.revealed])
+        try await db.run(
+            "INSERT INTO work_items (kind, event_id, due_at, created_at) VALUES ('verify', ?1, ?2, ?2)",
+            [event.id, db.now]
+        )
+        return IngestReceipt(id: event.id, sequence: sequence, isDuplicate: false)
     }
 
     public func event(id: String) async throws -> StoredEvent? {

@@ -68,6 +68,7 @@ public enum EchoRelayServer {
             .milliseconds(5), .milliseconds(10), .milliseconds(25), .milliseconds(50), .milliseconds(100), .milliseconds(250),
             .milliseconds(500), .seconds(1), .milliseconds(2500), .seconds(5), .seconds(10), .seconds(15), .seconds(30),
         ]
+        metricsFactory.valueHistogramBuckets[RelayMetrics.commitBatchSize] = RelayMetrics.commitBatchSizeBuckets
         let metrics = RelayMetrics(factory: metricsFactory)
 
         let processID = "\(ProcessInfo.processInfo.hostName):\(ProcessInfo.processInfo.processIdentifier):\(UUID().uuidString.prefix(8))"
@@ -75,7 +76,9 @@ public enum EchoRelayServer {
         let deliveryWake = WakeSignal()
         let replayWake = WakeSignal()
         let backend = try await StoreBackend.open(
-            location, localWakes: [wake, deliveryWake, replayWake], processID: processID, sealer: sealer, logger: logger
+            location, localWakes: [wake, deliveryWake, replayWake], processID: processID, sealer: sealer, metrics: metrics,
+            // Only an ingest-only process stores work that other processes must be woken for.
+            ingestWakesOtherProcesses: !configuration.role.runsWorkers, logger: logger
         )
         let store = backend.store
         let schemaReady = Gate(open: !configuration.migrateAtStart)
@@ -151,13 +154,18 @@ public enum EchoRelayServer {
             ingestSecrets: ingestSecrets, authorizer: BearerAuthorizer(adminToken: configuration.adminToken, tokens: store, logger: logger),
             requestTimeout: configuration.requestTimeout, metrics: metrics, metricsRegistry: metricsRegistry,
             workCreated: { kind in
-                // Workers in this process at once; workers elsewhere after the commit, debounced.
+                // Workers in this process at once. Workers elsewhere: an ingest-only process's
+                // ingest statement notifies them itself; other work is announced after its commit.
                 switch kind {
-                case .verification: wake.wake()
-                case .delivery: deliveryWake.wake()
-                case .replay: replayWake.wake()
+                case .verification:
+                    wake.wake()
+                case .delivery:
+                    deliveryWake.wake()
+                    announce()
+                case .replay:
+                    replayWake.wake()
+                    announce()
                 }
-                announce()
             }
         ))
         var app = Application(

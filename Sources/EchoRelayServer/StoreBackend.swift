@@ -48,7 +48,8 @@ struct StoreBackend {
     let sqlite: SQLiteEventStore?
 
     static func open(
-        _ location: DatabaseLocation, localWakes: [WakeSignal], processID: String, sealer: SecretSealer? = nil, logger: Logger
+        _ location: DatabaseLocation, localWakes: [WakeSignal], processID: String, sealer: SecretSealer? = nil,
+        metrics: RelayMetrics = RelayMetrics(), ingestWakesOtherProcesses: Bool = false, logger: Logger
     ) async throws -> StoreBackend {
         switch location {
         case .postgres(let url):
@@ -61,14 +62,18 @@ struct StoreBackend {
             let client = PostgresClient(configuration: databaseConfiguration, backgroundLogger: logger)
             let notifications = PostgresWorkNotifications(client: client, localWakes: localWakes, processID: processID, logger: logger)
             return StoreBackend(
-                store: PostgresEventStore(client: client, logger: logger, sealer: sealer), services: [client, notifications],
+                store: PostgresEventStore(
+                    client: client, logger: logger, sealer: sealer, metrics: metrics,
+                    wakeOtherProcesses: ingestWakesOtherProcesses ? WakeLimiter(payload: processID) : nil
+                ),
+                services: [client, notifications],
                 announce: { notifications.announce() },
                 migrate: { try await Migrator(client: client, logger: logger).migrate().count },
                 sqlite: nil
             )
         case .sqlite(let path):
             // Takes the file's lock: a second process on the same file stops here, with a clear error.
-            let store = try await SQLiteEventStore.open(path: path, logger: logger, sealer: sealer)
+            let store = try await SQLiteEventStore.open(path: path, logger: logger, sealer: sealer, metrics: metrics)
             return StoreBackend(
                 store: store, services: [SQLiteStoreCloser(store: store)], announce: {},
                 migrate: { try await store.migrate() }, sqlite: store

@@ -37,14 +37,17 @@ import Testing
 
     @Test func aLoneRequestIsCommittedAtOnceOnItsOwn() async throws {
         let recorder = Recorder(delay: .zero)
-        let group = GroupCommit<Int, Int>(maximumBatch: 64, maximumCommitters: 4) { take in await recorder.commit(take()) }
+        let group = GroupCommit<Int, Int>(maximumBatch: 64) { take in await recorder.commit(take()) }
         #expect(try await group.submit(5) == 10)
         #expect(recorder.state.withLock { $0.batches } == [[5]])
     }
 
     @Test func concurrentRequestsShareCommitsAndEachGetsItsOwnAnswerAfterItsCommit() async throws {
         let recorder = Recorder(delay: .milliseconds(20))
-        let group = GroupCommit<Int, Int>(maximumBatch: 16, maximumCommitters: 2) { take in await recorder.commit(take()) }
+        let flushed = Mutex<[Int]>([])
+        let group = GroupCommit<Int, Int>(maximumBatch: 16, flushed: { size in flushed.withLock { $0.append(size) } }) { take in
+            await recorder.commit(take())
+        }
         let answers = await withTaskGroup(of: (Int, Result<Int, any Error>, Bool).self) { tasks in
             for input in 1...200 {
                 tasks.addTask {
@@ -69,11 +72,12 @@ import Testing
         #expect(state.batches.flatMap { $0 }.sorted() == Array(1...200), "each request is committed exactly once")
         #expect(state.batches.count < 200 / 4, "requests that wait share commits: \(state.batches.count) commits")
         #expect(state.batches.allSatisfy { $0.count <= 16 })
-        #expect(state.mostRunning <= 2)
+        #expect(state.mostRunning == 1, "one committer at a time")
+        #expect(flushed.withLock { $0 } == state.batches.map(\.count), "every flush reports its size")
     }
 
     @Test func aCommitThatAnswersTooFewFailsTheRestInsteadOfLeavingThemWaiting() async throws {
-        let group = GroupCommit<Int, Int>(maximumBatch: 8, maximumCommitters: 1) { take in
+        let group = GroupCommit<Int, Int>(maximumBatch: 8) { take in
             let inputs = take()
             try? await Task.sleep(for: .milliseconds(20))
             return [.success(inputs[0])]
@@ -92,7 +96,7 @@ extension GroupCommitTests {
     /// it could with a plain query: a request timeout must not wait for the database.
     @Test func aCancelledCallerStopsWaitingAndAQueuedRequestIsNeverCommitted() async throws {
         let recorder = Recorder(delay: .seconds(3600))
-        let group = GroupCommit<Int, Int>(maximumBatch: 8, maximumCommitters: 1) { take in await recorder.commit(take()) }
+        let group = GroupCommit<Int, Int>(maximumBatch: 8) { take in await recorder.commit(take()) }
         let first = Task { try await group.submit(1) }  // its commit hangs
         while recorder.state.withLock({ $0.batches.isEmpty }) { try await Task.sleep(for: .milliseconds(5)) }
         let second = Task { try await group.submit(2) }  // queued behind it
@@ -113,7 +117,7 @@ extension GroupCommitTests {
     @Test func aCallerThatGivesUpBeforeItsBatchIsTakenIsNeverCommitted() async throws {
         let connection = Gate()
         let recorder = Recorder(delay: .zero)
-        let group = GroupCommit<Int, Int>(maximumBatch: 8, maximumCommitters: 1) { take in
+        let group = GroupCommit<Int, Int>(maximumBatch: 8) { take in
             await connection.wait()
             return await recorder.commit(take())
         }
@@ -130,8 +134,60 @@ extension GroupCommitTests {
 
     @Test func aCommitThatCannotStartFailsItsBatchWithItsError() async throws {
         struct NoConnection: Error, Equatable {}
-        let group = GroupCommit<Int, Int>(maximumBatch: 8, maximumCommitters: 2) { _ in throw NoConnection() }
+        let group = GroupCommit<Int, Int>(maximumBatch: 8) { _ in throw NoConnection() }
         await #expect(throws: NoConnection.self) { try await group.submit(1) }
         await #expect(throws: NoConnection.self) { try await group.submit(2) }
+    }
+}
+
+extension GroupCommitTests {
+    /// Requests that arrive while a flush runs go together in the next one, whatever their
+    /// number, so a busy committer's batches grow with the load.
+    @Test func eachFlushTakesEverythingThatQueuedDuringThePreviousOne() async throws {
+        let firstFlushTaken = Gate()
+        let firstFlushMayFinish = Gate()
+        let recorder = Recorder(delay: .zero)
+        let group = GroupCommit<Int, Int>(maximumBatch: 64) { take in
+            let inputs = take()
+            if inputs == [1] {
+                firstFlushTaken.open()
+                await firstFlushMayFinish.wait()
+            }
+            return await recorder.commit(inputs)
+        }
+        let first = Task { try await group.submit(1) }
+        await firstFlushTaken.wait()
+        let rest = (2...41).map { input in Task { try await group.submit(input) } }
+        try await Task.sleep(for: .milliseconds(50))  // all forty queue behind the first flush
+        firstFlushMayFinish.open()
+        #expect(try await first.value == 2)
+        for task in rest { _ = try? await task.value }
+        #expect(recorder.state.withLock { $0.batches.map { $0.sorted() } } == [[1], Array(2...41)])
+    }
+
+    /// A request still queued when its wait runs out is answered `TimeoutError` (a 503) and
+    /// never written, even once the database comes back; one that arrives later is written.
+    @Test func aRequestQueuedPastItsDeadlineTimesOutAndIsNeverCommitted() async throws {
+        let connection = Gate()
+        let recorder = Recorder(delay: .zero)
+        let group = GroupCommit<Int, Int>(maximumBatch: 8, maximumWait: .milliseconds(100)) { take in
+            await connection.wait()
+            return await recorder.commit(take())
+        }
+        // Answered while the connection is still closed: at its deadline, not when the database came back.
+        await #expect(throws: TimeoutError.self) { try await group.submit(1) }
+        connection.open()
+        #expect(try await group.submit(2) == 4)
+        #expect(recorder.state.withLock { $0.batches }.flatMap { $0 } == [2], "the request that timed out was never written")
+    }
+
+    /// A request whose batch is being written when its wait runs out is answered at its
+    /// deadline too (it may still land: its retry then finds it stored).
+    @Test func aRequestWhoseCommitHangsIsAnsweredAtItsDeadline() async throws {
+        let recorder = Recorder(delay: .seconds(3600))
+        let group = GroupCommit<Int, Int>(maximumBatch: 8, maximumWait: .milliseconds(100)) { take in await recorder.commit(take()) }
+        // Its commit never returns (an hour), so any answer is the deadline's.
+        await #expect(throws: TimeoutError.self) { try await group.submit(1) }
+        #expect(recorder.state.withLock { $0.batches } == [[1]])
     }
 }

@@ -1,0 +1,76 @@
+import EchoRelayCore
+import NIOCore
+import PostgresNIO
+
+/// Stores a batch of events — one or many — with their verification work items, as one
+/// prepared statement: the events travel as typed arrays through `unnest`, so one statement
+/// text serves every batch size, and the server parses and plans it once per connection.
+///
+/// Each user's sequence moves once by its count of new events, which are numbered in arrival
+/// order; users are locked in user-id order, so two batches never wait on each other in a
+/// cycle. Ids already stored are left out (their answer comes from the stored row); an id
+/// stored by another process at the same moment fails the statement as a whole with a unique
+/// violation. Returns the id and sequence of each event it stored.
+///
+/// When `wakePayload` is set, the statement also sends one `NOTIFY` (with that payload, the
+/// sender's process id) if it stored anything: inside the transaction that creates the work,
+/// so it costs no commit of its own. `Benchmarks/pgbench/ingest-own.sql` runs this text.
+struct IngestStatement: PostgresPreparedStatement {
+    static let sql = """
+        WITH input AS (
+            SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[],
+                                 $5::bytea[], $6::text[], $7::text[], $8::text[])
+                WITH ORDINALITY AS i(id, user_id, type, occurred_at, fingerprint, phone, provider, echo_auth, position)
+        ), fresh AS (
+            SELECT * FROM input i WHERE NOT EXISTS (SELECT 1 FROM events e WHERE e.id = i.id)
+        ), counts AS (
+            SELECT user_id, count(*) AS n FROM fresh GROUP BY user_id
+        ), next AS (
+            INSERT INTO user_sequences AS s (user_id, last_sequence)
+            SELECT user_id, n FROM counts ORDER BY user_id
+            ON CONFLICT (user_id) DO UPDATE SET last_sequence = s.last_sequence + EXCLUDED.last_sequence
+            RETURNING user_id, last_sequence
+        ), stored AS (
+            INSERT INTO events (id, user_id, sequence, type, occurred_at, fingerprint,
+                                pushed_phone_number, echo_service_provider, echo_authorization)
+            SELECT f.id, f.user_id,
+                   next.last_sequence - counts.n + row_number() OVER (PARTITION BY f.user_id ORDER BY f.position),
+                   f.type, f.occurred_at, f.fingerprint, nullif(f.phone, ''), f.provider, f.echo_auth
+            FROM fresh f JOIN counts USING (user_id) JOIN next USING (user_id)
+            RETURNING id, sequence
+        ), work AS (
+            INSERT INTO work_items (kind, event_id) SELECT 'verify', id FROM stored
+        ), woken AS (
+            SELECT pg_notify('\(PostgresWorkNotifications.channel)', $9)
+            FROM (SELECT FROM stored LIMIT 1) anything_stored WHERE $9 IS NOT NULL
+        )
+        SELECT id, sequence FROM stored CROSS JOIN (SELECT count(*) FROM woken) sent
+        """
+
+    static let bindingDataTypes: [PostgresDataType] = [
+        .textArray, .textArray, .textArray, .timestamptzArray, .byteaArray, .textArray, .textArray, .textArray, .text,
+    ]
+
+    typealias Row = (String, Int64)
+
+    var events: [IncomingEvent]
+    var wakePayload: String?
+
+    func makeBindings() -> PostgresBindings {
+        var bindings = PostgresBindings(capacity: 9)
+        bindings.append(events.map(\.id))
+        bindings.append(events.map(\.userID))
+        bindings.append(events.map(\.type.rawValue))
+        bindings.append(events.map(\.occurredAt))
+        bindings.append(events.map { ByteBuffer(bytes: $0.fingerprint) })
+        bindings.append(events.map { $0.phoneNumber ?? "" })
+        bindings.append(events.map(\.echo.serviceProvider))
+        bindings.append(events.map(\.echo.authorization.revealed))
+        bindings.append(wakePayload)
+        return bindings
+    }
+
+    func decodeRow(_ row: PostgresRow) throws -> Row {
+        try row.decode(Row.self)
+    }
+}
