@@ -18,19 +18,18 @@ public struct PostgresEventStore: EventStore {
     /// Delivery attempts recorded at about the same time share one statement: see `recordBatch`.
     let attempts: GroupCommit<RecordedAttempt, Bool>
 
-    /// How long an ingest waits for its commit before it is answered `503` (nothing stored,
-    /// the provider retries): a database that does not answer is an outage, never a hung provider.
-    public static let ingestMaximumWait: Duration = .seconds(10)
-
+    /// - ingestWait: how long an ingest waits for its commit before `TimeoutError` (a 503:
+    ///   nothing stored, the provider retries): a database that does not answer is an outage,
+    ///   never a hung provider.
     /// - wakeOtherProcesses: set where the work this process stores is done by other processes
     ///   (`--role ingest`): ingest statements then carry a `NOTIFY`, at most one per
     ///   `WakeLimiter.interval`, inside their own transaction.
     public init(client: PostgresClient, logger: Logger, sealer: SecretSealer? = nil, metrics: RelayMetrics = RelayMetrics(),
-                wakeOtherProcesses: WakeLimiter? = nil) {
+                ingestWait: Duration = .seconds(10), wakeOtherProcesses: WakeLimiter? = nil) {
         self.client = client
         self.logger = logger
         self.sealer = sealer
-        ingests = Self.groupCommit(client: client, maximumWait: Self.ingestMaximumWait, flushed: { metrics.batchCommitted(.ingest, size: $0) }) {
+        ingests = Self.groupCommit(client: client, maximumWait: ingestWait, flushed: { metrics.batchCommitted(.ingest, size: $0) }) {
             await Self.ingestBatch($0, on: $1, wakePayload: wakeOtherProcesses?.next(), logger: logger)
         }
         finishes = Self.groupCommit(client: client, flushed: { metrics.batchCommitted(.verification, size: $0) }) {

@@ -20,13 +20,13 @@ public final class SQLiteEventStore: EchoRelayStore {
     /// Concurrent ingests share one transaction (group commit): see `ingestBatch`.
     private let ingests: GroupCommit<IncomingEvent, IngestReceipt>
 
-    private init(session: SQLiteSession, path: String, logger: Logger, sealer: SecretSealer?, metrics: RelayMetrics) {
+    private init(session: SQLiteSession, path: String, logger: Logger, sealer: SecretSealer?, metrics: RelayMetrics, ingestWait: Duration) {
         self.session = session
         self.path = path
         self.logger = logger
         self.sealer = sealer
         // As on PostgreSQL: a request that waits longer than this for its commit is a 503.
-        ingests = GroupCommit(maximumBatch: 256, maximumWait: .seconds(10), flushed: { metrics.batchCommitted(.ingest, size: $0) }) {
+        ingests = GroupCommit(maximumBatch: 256, maximumWait: ingestWait, flushed: { metrics.batchCommitted(.ingest, size: $0) }) {
             take in try await Self.ingestBatch(take: take, session: session, logger: logger)
         }
     }
@@ -36,7 +36,8 @@ public final class SQLiteEventStore: EchoRelayStore {
     /// has it. Does not migrate: call `migrate()`. With a `sealer`, subscription secrets are
     /// stored sealed (see `SecretSealer`).
     public static func open(
-        path: String, logger: Logger, sealer: SecretSealer? = nil, metrics: RelayMetrics = RelayMetrics()
+        path: String, logger: Logger, sealer: SecretSealer? = nil, metrics: RelayMetrics = RelayMetrics(),
+        ingestWait: Duration = .seconds(10)
     ) async throws -> SQLiteEventStore {
         let lock = try FileLock.acquire(path: path)
         let connection: SQLiteConnection
@@ -56,7 +57,8 @@ public final class SQLiteEventStore: EchoRelayStore {
         }
         logger.info("opened the embedded SQLite store", metadata: ["sqlite.path": "\(path)"])
         return SQLiteEventStore(
-            session: SQLiteSession(connection: connection, lock: lock), path: path, logger: logger, sealer: sealer, metrics: metrics
+            session: SQLiteSession(connection: connection, lock: lock), path: path, logger: logger, sealer: sealer, metrics: metrics,
+            ingestWait: ingestWait
         )
     }
 

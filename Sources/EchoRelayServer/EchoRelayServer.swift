@@ -76,7 +76,7 @@ public enum EchoRelayServer {
         let deliveryWake = WakeSignal()
         let replayWake = WakeSignal()
         let backend = try await StoreBackend.open(
-            location, localWakes: [wake, deliveryWake, replayWake], processID: processID, sealer: sealer, metrics: metrics,
+            location, localWakes: [wake, deliveryWake, replayWake], processID: processID, sealer: sealer, metrics: metrics, ingestWait: configuration.ingestWait,
             // Only an ingest-only process stores work that other processes must be woken for.
             ingestWakesOtherProcesses: !configuration.role.runsWorkers, logger: logger
         )

@@ -24,13 +24,17 @@ public struct ServerConfiguration: Sendable {
     /// At SIGTERM, how long in-flight echo requests and deliveries may take before they are
     /// cancelled and handed back.
     public var shutdownGrace: Duration
+    /// How long an ingest may wait for its commit before it is answered `503` (nothing
+    /// stored; the provider retries the same id safely).
+    public var ingestWait: Duration
 
     public init(
         host: String = "127.0.0.1", port: Int = 8080, databaseURL: Secret?, ingestSecrets: [Secret],
         adminToken: Secret?, secretKey: Secret? = nil, migrateAtStart: Bool = true, role: ServerRole = .all, echo: EchoConfiguration,
         delivery: DeliveryConfiguration = DeliveryConfiguration(), requestTimeout: Duration = .seconds(30),
-        shutdownGrace: Duration = .seconds(10)
+        shutdownGrace: Duration = .seconds(10), ingestWait: Duration = .seconds(10)
     ) {
+        self.ingestWait = ingestWait
         self.shutdownGrace = shutdownGrace
         self.delivery = delivery
         self.requestTimeout = requestTimeout

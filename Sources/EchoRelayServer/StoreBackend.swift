@@ -49,7 +49,8 @@ struct StoreBackend {
 
     static func open(
         _ location: DatabaseLocation, localWakes: [WakeSignal], processID: String, sealer: SecretSealer? = nil,
-        metrics: RelayMetrics = RelayMetrics(), ingestWakesOtherProcesses: Bool = false, logger: Logger
+        metrics: RelayMetrics = RelayMetrics(), ingestWait: Duration = .seconds(10), ingestWakesOtherProcesses: Bool = false,
+        logger: Logger
     ) async throws -> StoreBackend {
         switch location {
         case .postgres(let url):
@@ -63,7 +64,7 @@ struct StoreBackend {
             let notifications = PostgresWorkNotifications(client: client, localWakes: localWakes, processID: processID, logger: logger)
             return StoreBackend(
                 store: PostgresEventStore(
-                    client: client, logger: logger, sealer: sealer, metrics: metrics,
+                    client: client, logger: logger, sealer: sealer, metrics: metrics, ingestWait: ingestWait,
                     wakeOtherProcesses: ingestWakesOtherProcesses ? WakeLimiter(payload: processID) : nil
                 ),
                 services: [client, notifications],
@@ -73,7 +74,7 @@ struct StoreBackend {
             )
         case .sqlite(let path):
             // Takes the file's lock: a second process on the same file stops here, with a clear error.
-            let store = try await SQLiteEventStore.open(path: path, logger: logger, sealer: sealer, metrics: metrics)
+            let store = try await SQLiteEventStore.open(path: path, logger: logger, sealer: sealer, metrics: metrics, ingestWait: ingestWait)
             return StoreBackend(
                 store: store, services: [SQLiteStoreCloser(store: store)], announce: {},
                 migrate: { try await store.migrate() }, sqlite: store
