@@ -78,6 +78,9 @@ COPY --from=build /staging/swift-backtrace-static /usr/local/libexec/swift/swift
 # A statically linked program looks for the backtracer relative to its own path, under a
 # name this image does not use, so it is named here. sanitize=yes scrubs personal data
 # from paths in crash reports; interactive=no because nobody is at the container's tty.
+# Log lines carry local time: with TZ set, glibc reads the zone once instead of stat()ing
+# /etc/localtime for every line.
+ENV TZ=UTC
 ENV SWIFT_BACKTRACE=enable=yes,sanitize=yes,threads=all,images=all,interactive=no,swift-backtrace=/usr/local/libexec/swift/swift-backtrace-static
 
 WORKDIR /var/lib/echorelay
