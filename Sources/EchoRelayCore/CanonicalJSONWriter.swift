@@ -37,8 +37,8 @@ struct CanonicalJSONWriter {
         bytes.append(byte)
     }
 
-    mutating func append(_ raw: UnsafeRawBufferPointer) {
-        bytes.append(contentsOf: raw)
+    mutating func append(_ run: UnsafeBufferPointer<UInt8>) {
+        bytes.append(contentsOf: run)
     }
 
     /// One scalar of a string's content, escaped as `JSONWriter` escapes it: `"` and `\`, the
@@ -46,20 +46,34 @@ struct CanonicalJSONWriter {
     /// `/`, DEL and non-ASCII included, as its UTF-8 bytes.
     mutating func appendEscaped(_ scalar: Unicode.Scalar) {
         switch scalar.value {
-        case 0x22: bytes.append(contentsOf: [0x5C, 0x22])
-        case 0x5C: bytes.append(contentsOf: [0x5C, 0x5C])
-        case 0x08: bytes.append(contentsOf: [0x5C, UInt8(ascii: "b")])
-        case 0x0C: bytes.append(contentsOf: [0x5C, UInt8(ascii: "f")])
-        case 0x0A: bytes.append(contentsOf: [0x5C, UInt8(ascii: "n")])
-        case 0x0D: bytes.append(contentsOf: [0x5C, UInt8(ascii: "r")])
-        case 0x09: bytes.append(contentsOf: [0x5C, UInt8(ascii: "t")])
+        case 0x22: appendEscape(UInt8(ascii: "\""))
+        case 0x5C: appendEscape(UInt8(ascii: "\\"))
+        case 0x08: appendEscape(UInt8(ascii: "b"))
+        case 0x0C: appendEscape(UInt8(ascii: "f"))
+        case 0x0A: appendEscape(UInt8(ascii: "n"))
+        case 0x0D: appendEscape(UInt8(ascii: "r"))
+        case 0x09: appendEscape(UInt8(ascii: "t"))
         case 0..<0x20:
-            let hex = Array("0123456789abcdef".utf8)
-            let value = Int(scalar.value)
-            bytes.append(contentsOf: [0x5C, UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"), hex[value >> 4], hex[value & 0xF]])
+            let value = UInt8(scalar.value)
+            appendEscape(UInt8(ascii: "u"))
+            bytes.append(UInt8(ascii: "0"))
+            bytes.append(UInt8(ascii: "0"))
+            bytes.append(Self.lowerHex(value >> 4))
+            bytes.append(Self.lowerHex(value & 0xF))
+        case 0..<0x80:
+            bytes.append(UInt8(scalar.value))
         default:
             bytes.append(contentsOf: UTF8.encode(scalar)!)
         }
+    }
+
+    private mutating func appendEscape(_ letter: UInt8) {
+        bytes.append(UInt8(ascii: "\\"))
+        bytes.append(letter)
+    }
+
+    private static func lowerHex(_ digit: UInt8) -> UInt8 {
+        digit < 10 ? UInt8(ascii: "0") + digit : UInt8(ascii: "a") + digit - 10
     }
 
     // MARK: Objects
@@ -104,29 +118,30 @@ struct CanonicalJSONWriter {
         return true
     }
 
-    private func key(_ member: Member) -> ArraySlice<UInt8> {
-        keys[member.keyStart..<member.keyEnd]
-    }
-
     /// Sorts the object's members by key, rewriting their text in that order. Returns false if
     /// two keys are equal.
     private mutating func sortMembers(of object: OpenObject) -> Bool {
         let range = object.firstMember..<members.count
-        var isSorted = true
-        for index in range.dropFirst() where !key(members[index - 1]).lexicographicallyPrecedes(key(members[index])) {
-            isSorted = false
-            break
+        let reordered: [Member]? = keys.withUnsafeBufferPointer { keys in
+            func key(_ member: Member) -> UnsafeBufferPointer<UInt8> {
+                UnsafeBufferPointer(rebasing: keys[member.keyStart..<member.keyEnd])
+            }
+            if range.dropFirst().allSatisfy({ key(members[$0 - 1]).lexicographicallyPrecedes(key(members[$0])) }) {
+                return []  // already in order, and so no key twice
+            }
+            var sorted = Array(members[range])
+            sorted.sort { key($0).lexicographicallyPrecedes(key($1)) }
+            for index in sorted.indices.dropFirst() where key(sorted[index - 1]).elementsEqual(key(sorted[index])) {
+                return nil
+            }
+            return sorted
         }
-        if isSorted { return true }
+        guard let reordered else { return false }
+        guard !reordered.isEmpty else { return true }
 
-        var sorted = Array(members[range])
-        sorted.sort { key($0).lexicographicallyPrecedes(key($1)) }
-        for index in sorted.indices.dropFirst() where key(sorted[index - 1]) == key(sorted[index]) {
-            return false
-        }
         let text = Array(bytes[object.contentStart...])
         bytes.removeSubrange(object.contentStart...)
-        for (position, member) in sorted.enumerated() {
+        for (position, member) in reordered.enumerated() {
             if position > 0 { bytes.append(UInt8(ascii: ",")) }
             bytes.append(contentsOf: text[(member.textStart - object.contentStart)..<(member.textEnd - object.contentStart)])
         }
@@ -139,7 +154,7 @@ struct CanonicalJSONWriter {
     private func hasEquivalentKeys(_ object: OpenObject) -> Bool {
         guard keys[object.keysStart...].contains(where: { $0 >= 0x80 }) else { return false }
         let objectMembers = members[object.firstMember...]
-        let distinct = Set(objectMembers.map { String(decoding: key($0), as: UTF8.self) })
+        let distinct = Set(objectMembers.map { String(decoding: keys[$0.keyStart..<$0.keyEnd], as: UTF8.self) })
         return distinct.count < objectMembers.count
     }
 }

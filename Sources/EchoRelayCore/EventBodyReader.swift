@@ -14,6 +14,11 @@
 struct EventBodyReader {
     /// The fields and canonical form of `body`, or nil when the reference path must read it.
     static func read(_ body: UnsafeRawBufferPointer) throws(EventParseError) -> (fields: EventBodyFields, canonical: [UInt8])? {
+        // Binding bytes to UInt8 is valid for any memory, and lets runs be copied with memcpy.
+        try body.withMemoryRebound(to: UInt8.self) { (bytes) throws(EventParseError) in try read(bytes) }
+    }
+
+    private static func read(_ body: UnsafeBufferPointer<UInt8>) throws(EventParseError) -> (fields: EventBodyFields, canonical: [UInt8])? {
         var reader = EventBodyReader(bytes: body)
         do throws(Stop) {
             try reader.readDocument()
@@ -28,7 +33,7 @@ struct EventBodyReader {
                 // The reference checks UTF-8 over the whole body before it counts brackets, so
                 // the rest of the body decides which of the two it reports. All before the
                 // bracket was read, so it is UTF-8, and the bracket starts a sequence.
-                let rest = UnsafeRawBufferPointer(rebasing: body[reader.index...])
+                let rest = UnsafeBufferPointer(rebasing: body[reader.index...])
                 guard String(validating: rest, as: UTF8.self) != nil else { throw .malformed(MalformedBodyReason.notUTF8) }
                 throw .malformed(MalformedBodyReason.tooDeep)
             }
@@ -52,7 +57,7 @@ struct EventBodyReader {
         case id, type, userID, occurredAt, data, echo, phoneNumber, serviceProvider, authorization
     }
 
-    private let bytes: UnsafeRawBufferPointer
+    private let bytes: UnsafeBufferPointer<UInt8>
     private var index = 0
     private var depth = 0
     private var fields = EventBodyFields()
@@ -60,7 +65,7 @@ struct EventBodyReader {
     /// The unescaped bytes of the string read last, when they were asked for.
     private var text: [UInt8] = []
 
-    private init(bytes: UnsafeRawBufferPointer) {
+    private init(bytes: UnsafeBufferPointer<UInt8>) {
         self.bytes = bytes
         // Canonical text is never longer than the body: white space goes, and every escape
         // comes out no longer than it went in.
@@ -118,13 +123,12 @@ struct EventBodyReader {
     }
 
     private mutating func readLiteral(_ literal: StaticString) throws(Stop) {
-        let count = literal.utf8CodeUnitCount
-        guard index + count <= bytes.count,
-              UnsafeRawBufferPointer(rebasing: bytes[index..<index + count]).elementsEqual(
-                  UnsafeRawBufferPointer(start: literal.utf8Start, count: count))
+        let literalBytes = UnsafeBufferPointer(start: literal.utf8Start, count: literal.utf8CodeUnitCount)
+        guard index + literalBytes.count <= bytes.count,
+              UnsafeBufferPointer(rebasing: bytes[index..<index + literalBytes.count]).elementsEqual(literalBytes)
         else { throw .unsupported }
-        output.append(UnsafeRawBufferPointer(start: literal.utf8Start, count: count))
-        index += count
+        output.append(literalBytes)
+        index += literalBytes.count
     }
 
     private mutating func enterContainer() throws(Stop) {
@@ -198,21 +202,24 @@ struct EventBodyReader {
     // MARK: Fields
 
     private static func field(named key: [UInt8], in place: Place) -> Field? {
+        func isKey(_ name: StaticString) -> Bool {
+            guard key.count == name.utf8CodeUnitCount else { return false }
+            for offset in key.indices where key[offset] != name.utf8Start[offset] { return false }
+            return true
+        }
         switch place {
         case .root:
             switch key.count {
-            case 2: return key.elementsEqual("id".utf8) ? .id : nil
-            case 4: return key.elementsEqual("type".utf8) ? .type : key.elementsEqual("data".utf8) ? .data
-                : key.elementsEqual("echo".utf8) ? .echo : nil
-            case 7: return key.elementsEqual("user_id".utf8) ? .userID : nil
-            case 11: return key.elementsEqual("occurred_at".utf8) ? .occurredAt : nil
+            case 2: return isKey("id") ? .id : nil
+            case 4: return isKey("type") ? .type : isKey("data") ? .data : isKey("echo") ? .echo : nil
+            case 7: return isKey("user_id") ? .userID : nil
+            case 11: return isKey("occurred_at") ? .occurredAt : nil
             default: return nil
             }
         case .data:
-            return key.elementsEqual("phone_number".utf8) ? .phoneNumber : nil
+            return isKey("phone_number") ? .phoneNumber : nil
         case .echo:
-            return key.elementsEqual("service_provider".utf8) ? .serviceProvider
-                : key.elementsEqual("authorization".utf8) ? .authorization : nil
+            return isKey("service_provider") ? .serviceProvider : isKey("authorization") ? .authorization : nil
         case .elsewhere:
             return nil
         }
@@ -242,14 +249,17 @@ struct EventBodyReader {
         output.append(UInt8(ascii: "\""))
         var runStart = index
         while true {
+            // The common run: printable ASCII other than the quote and the backslash.
+            while index < bytes.count, case let byte = bytes[index], byte >= 0x20, byte < 0x80,
+                  byte != UInt8(ascii: "\""), byte != UInt8(ascii: "\\") {
+                index += 1
+            }
             guard index < bytes.count else { throw .unsupported }
             let byte = bytes[index]
             if byte >= 0x80 {
                 index = try endOfSequence(startingAt: index)
-            } else if byte >= 0x20 && byte != UInt8(ascii: "\"") && byte != UInt8(ascii: "\\") {
-                index += 1
             } else {
-                let run = UnsafeRawBufferPointer(rebasing: bytes[runStart..<index])
+                let run = UnsafeBufferPointer(rebasing: bytes[runStart..<index])
                 output.append(run)
                 if keepingText { text.append(contentsOf: run) }
                 if byte == UInt8(ascii: "\"") {
@@ -261,7 +271,9 @@ struct EventBodyReader {
                 guard byte == UInt8(ascii: "\\") else { throw .unsupported }
                 let scalar = try readEscape()
                 output.appendEscaped(scalar)
-                if keepingText { text.append(contentsOf: UTF8.encode(scalar)!) }
+                if keepingText {
+                    if scalar.isASCII { text.append(UInt8(scalar.value)) } else { text.append(contentsOf: UTF8.encode(scalar)!) }
+                }
                 runStart = index
             }
         }

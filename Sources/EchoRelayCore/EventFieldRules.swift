@@ -27,8 +27,11 @@ public enum EventFieldRules {
     public static func userIDProblem(_ userID: String) -> String? {
         // Printable ASCII (0x21–0x7E) is letters, digits and punctuation: one scalar per byte,
         // none white space or unprintable.
-        let utf8 = userID.utf8
-        if (1...64).contains(utf8.count), utf8.allSatisfy({ $0 >= 0x21 && $0 <= 0x7E }) { return nil }
+        var text = userID
+        let isPrintableASCII = text.withUTF8 { bytes in
+            (1...64).contains(bytes.count) && bytes.allSatisfy { $0 >= 0x21 && $0 <= 0x7E }
+        }
+        if isPrintableASCII { return nil }
 
         let scalars = userID.unicodeScalars
         guard (1...64).contains(scalars.count) else { return "must be 1 to 64 characters long" }
@@ -63,25 +66,29 @@ public enum EventFieldRules {
     public static func authorizationProblem(_ header: String) -> String? {
         // In pure ASCII, "OAuth " is a prefix of the bytes exactly when it is one of the
         // characters, and the control characters (category Cc) are the bytes below 0x20 and 0x7F.
-        var isASCII = true
-        var hasControl = false
-        for byte in header.utf8 {
-            if byte >= 0x80 {
-                isASCII = false
-                break
+        var text = header
+        let answer = text.withUTF8 { bytes -> ASCIIAnswer in
+            var hasControl = false
+            for byte in bytes {
+                if byte >= 0x80 { return .notASCII }
+                if byte < 0x20 || byte == 0x7F { hasControl = true }
             }
-            if byte < 0x20 || byte == 0x7F { hasControl = true }
+            guard bytes.starts(with: "OAuth ".utf8) else { return .problem(authorizationPrefixReason) }
+            return .problem(hasControl ? controlCharacterReason : nil)
         }
-        if isASCII {
-            guard header.utf8.starts(with: "OAuth ".utf8) else { return authorizationPrefixReason }
-            return hasControl ? controlCharacterReason : nil
-        }
+        if case .problem(let reason) = answer { return reason }
 
         guard header.hasPrefix("OAuth ") else { return authorizationPrefixReason }
         guard !header.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
             return controlCharacterReason
         }
         return nil
+    }
+
+    /// A rule's answer from the bytes alone, or word that the value is not ASCII.
+    private enum ASCIIAnswer {
+        case problem(String?)
+        case notASCII
     }
 
     /// `echo.service_provider`: an absolute URL (scheme and host). Whether its scheme and
