@@ -96,7 +96,8 @@ struct EventBodyReader {
         }
     }
 
-    /// Reads a value, starting at its first byte. A string's text is kept only if asked for.
+    /// Reads a value, starting at its first byte. A string's text is kept only if asked for
+    /// (a field's value); otherwise the string comes back empty, and no `String` is made.
     private mutating func readValue(_ place: Place, keepingText: Bool) throws(Stop) -> FieldValue {
         switch next {
         case UInt8(ascii: "\""):
