@@ -4,164 +4,127 @@ import Foundation
 extension IncomingEvent {
     /// Parses and validates a `POST /v1/events` body, collecting every field problem rather
     /// than stopping at the first, so the provider can fix its request in one go.
-    public static func parse(body: some Collection<UInt8>) throws(EventParseError) -> IncomingEvent {
+    ///
+    /// `EventBodyReader` reads the body in one pass; a body it does not answer for (numbers,
+    /// repeated keys, anything but strict JSON) is read by the reference path instead, which is
+    /// what this parser always was: `JSONValue.parse`, then SHA-256 of `canonicalEncoding()`.
+    /// Both give the same answers and fingerprints for every body.
+    public static func parse(body: UnsafeRawBufferPointer) throws(EventParseError) -> IncomingEvent {
+        if let read = try EventBodyReader.read(body) {
+            return try validated(read.fields) { Array(SHA256.hash(data: read.canonical)) }
+        }
+        let document = try referenceDocument(body)
+        return try validated(EventBodyFields(document: document)) {
+            Array(SHA256.hash(data: JSONValue.object(document).canonicalEncoding()))
+        }
+    }
+
+    public static func parse(body: [UInt8]) throws(EventParseError) -> IncomingEvent {
+        try body.withUnsafeBufferPointer { (bytes) throws(EventParseError) in
+            try parse(body: UnsafeRawBufferPointer(bytes))
+        }
+    }
+
+    /// The body decoded by `JSONDecoder`, refused in the order the parser always refused it.
+    private static func referenceDocument(_ body: UnsafeRawBufferPointer) throws(EventParseError) -> [String: JSONValue] {
         guard String(validating: body, as: UTF8.self) != nil else {
-            throw .malformed("the body is not valid UTF-8")
+            throw .malformed(MalformedBodyReason.notUTF8)
         }
         let document: JSONValue
         do {
             document = try JSONValue.parse(body)
-        } catch let tooDeep as JSONValue.TooDeep {
-            throw .malformed("the body is not accepted: \(tooDeep)")
+        } catch is JSONValue.TooDeep {
+            throw .malformed(MalformedBodyReason.tooDeep)
         } catch {
-            throw .malformed("the body is not valid JSON")
+            throw .malformed(MalformedBodyReason.notJSON)
         }
         guard let object = document.objectValue else {
-            throw .malformed("the body must be a JSON object, not \(document.typeName)")
+            throw .malformed(MalformedBodyReason.notObject(document.typeName))
         }
+        return object
+    }
 
-        var fields = FieldReader(object: object, path: "")
-        let id = fields.string("id") { EventFieldRules.eventIDProblem($0) }
-        let type = fields.string("type") { EventType(rawValue: $0) == nil ? EventFieldRules.typeReason : nil }
+    /// The event, if every field passes its rule; `fingerprint` is computed only then.
+    private static func validated(_ fields: EventBodyFields, fingerprint: () -> [UInt8]) throws(EventParseError) -> IncomingEvent {
+        var problems = FieldProblems()
+        let id = problems.string("id", fields.id, check: EventFieldRules.eventIDProblem)
+        let type = problems.string("type", fields.type) { EventType(rawValue: $0) == nil ? EventFieldRules.typeReason : nil }
             .flatMap(EventType.init(rawValue:))
-        let userID = fields.string("user_id") { EventFieldRules.userIDProblem($0) }
-        let occurredText = fields.string("occurred_at") { text in
+        let userID = problems.string("user_id", fields.userID, check: EventFieldRules.userIDProblem)
+        var occurredAt: Date?
+        _ = problems.string("occurred_at", fields.occurredAt) { text in
             guard let date = RFC3339.parse(text) else { return "must be an RFC 3339 date-time such as 2026-01-31T12:00:00Z" }
-            return TextRules.isInStoredRange(date) ? nil : TextRules.timeRangeReason
+            guard TextRules.isInStoredRange(date) else { return TextRules.timeRangeReason }
+            occurredAt = date
+            return nil
         }
 
         var phoneNumber: String?
-        switch object["data"] {
+        switch fields.data {
         case nil, .null?:
-            if type == .phoneChanged { fields.problems.append(.init(field: "data", reason: "is required for phone.changed")) }
-        case .object(let data)?:
-            var dataFields = FieldReader(object: data, path: "data.")
-            if type == .phoneChanged || data["phone_number"] != nil {
-                phoneNumber = dataFields.string("phone_number") { EventFieldRules.phoneNumberProblem($0) }
+            if type == .phoneChanged { problems.list.append(.init(field: "data", reason: "is required for phone.changed")) }
+        case .object?:
+            if type == .phoneChanged || fields.phoneNumber != nil {
+                phoneNumber = problems.string("data.phone_number", fields.phoneNumber, check: EventFieldRules.phoneNumberProblem)
             }
-            fields.problems += dataFields.problems
         case let other?:
-            fields.problems.append(.init(field: "data", reason: "must be an object, not \(other.typeName)"))
+            problems.list.append(.init(field: "data", reason: "must be an object, not \(other.typeName)"))
         }
 
         var echo: EchoCredentials?
-        switch object["echo"] {
+        switch fields.echo {
         case nil, .null?:
-            fields.problems.append(.init(field: "echo", reason: "is required"))
-        case .object(let echoObject)?:
-            var echoFields = FieldReader(object: echoObject, path: "echo.")
-            let serviceProvider = echoFields.string("service_provider") { EventFieldRules.serviceProviderProblem($0) }
-            let authorization = echoFields.string("authorization") { EventFieldRules.authorizationProblem($0) }
-            fields.problems += echoFields.problems
+            problems.list.append(.init(field: "echo", reason: "is required"))
+        case .object?:
+            let serviceProvider = problems.string("echo.service_provider", fields.serviceProvider, check: EventFieldRules.serviceProviderProblem)
+            let authorization = problems.string("echo.authorization", fields.authorization, check: EventFieldRules.authorizationProblem)
             if let serviceProvider, let authorization {
                 echo = EchoCredentials(serviceProvider: serviceProvider, authorization: Secret(authorization))
             }
         case let other?:
-            fields.problems.append(.init(field: "echo", reason: "must be an object, not \(other.typeName)"))
+            problems.list.append(.init(field: "echo", reason: "must be an object, not \(other.typeName)"))
         }
 
-        guard fields.problems.isEmpty, let id, let type, let userID, let occurredText,
-              let occurredAt = RFC3339.parse(occurredText), let echo
-        else {
-            throw .invalidFields(fields.problems)
+        guard problems.list.isEmpty, let id, let type, let userID, let occurredAt, let echo else {
+            throw .invalidFields(problems.list)
         }
         return IncomingEvent(
             id: id, type: type, userID: userID, occurredAt: occurredAt, phoneNumber: phoneNumber,
-            echo: echo, fingerprint: Array(SHA256.hash(data: document.canonicalEncoding()))
+            echo: echo, fingerprint: fingerprint()
         )
     }
 }
 
-/// Reads string fields of one JSON object, recording a problem for each bad one.
-private struct FieldReader {
-    let object: [String: JSONValue]
-    let path: String
-    var problems: [FieldProblem] = []
+/// The problems found so far, in the order the fields are checked.
+private struct FieldProblems {
+    var list: [FieldProblem] = []
 
     /// The field's string value if it is present, a string and passes `check` (which returns
     /// the reason it fails, or nil). Reasons never quote the value: some fields are secrets.
-    mutating func string(_ name: String, check: (String) -> String?) -> String? {
-        switch object[name] {
+    mutating func string(_ field: String, _ value: FieldValue?, check: (String) -> String?) -> String? {
+        switch value {
         case nil, .null?:
-            problems.append(.init(field: path + name, reason: "is required"))
-        case .string(let value)?:
-            if let reason = check(value) {
-                problems.append(.init(field: path + name, reason: reason))
+            list.append(.init(field: field, reason: "is required"))
+        case .string(let text)?:
+            if let reason = check(text) {
+                list.append(.init(field: field, reason: reason))
                 return nil
             }
-            return value
+            return text
         case let other?:
-            problems.append(.init(field: path + name, reason: "must be a string, not \(other.typeName)"))
+            list.append(.init(field: field, reason: "must be a string, not \(other.typeName)"))
         }
         return nil
     }
 }
 
-/// The rules for each field of an event, one function each, so the tests and the
-/// documentation can point at them.
-public enum EventFieldRules {
-    public static let typeReason =
-        "must be one of " + EventType.allCases.map { "\"\($0.rawValue)\"" }.joined(separator: ", ")
+/// The texts of `EventParseError.malformed`, shared by the reader and the reference path.
+enum MalformedBodyReason {
+    static let notUTF8 = "the body is not valid UTF-8"
+    static let notJSON = "the body is not valid JSON"
+    static let tooDeep = "the body is not accepted: \(JSONValue.TooDeep())"
 
-    /// `id`: 1–128 characters of `[A-Za-z0-9._:-]`.
-    public static func eventIDProblem(_ id: String) -> String? {
-        guard (1...128).contains(id.utf8.count) else { return "must be 1 to 128 characters long" }
-        let allowed = id.utf8.allSatisfy { byte in
-            (byte >= UInt8(ascii: "a") && byte <= UInt8(ascii: "z"))
-                || (byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z"))
-                || (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9"))
-                || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "_")
-                || byte == UInt8(ascii: ":") || byte == UInt8(ascii: "-")
-        }
-        return allowed ? nil : "may contain only letters, digits and . _ : -"
-    }
-
-    /// `user_id`: 1–64 printable characters (Unicode scalars), none of them white space.
-    public static func userIDProblem(_ userID: String) -> String? {
-        let scalars = userID.unicodeScalars
-        guard (1...64).contains(scalars.count) else { return "must be 1 to 64 characters long" }
-        for scalar in scalars {
-            if scalar.properties.isWhitespace { return "must not contain white space" }
-            switch scalar.properties.generalCategory {
-            case .control, .format, .surrogate, .privateUse, .unassigned, .lineSeparator,
-                 .paragraphSeparator, .spaceSeparator:
-                return "must contain only printable characters"
-            default:
-                continue
-            }
-        }
-        return nil
-    }
-
-    /// `data.phone_number`: E.164, a `+` and 2 to 15 digits, the first not 0.
-    public static func phoneNumberProblem(_ phone: String) -> String? {
-        let bytes = Array(phone.utf8)
-        guard bytes.count >= 3, bytes.count <= 16, bytes[0] == UInt8(ascii: "+"),
-              bytes[1] >= UInt8(ascii: "1"), bytes[1] <= UInt8(ascii: "9"),
-              bytes.dropFirst().allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") })
-        else { return "must be an E.164 phone number such as +15555550100" }
-        return nil
-    }
-
-    /// `echo.authorization`: an OAuth 1.0a header, one line of printable text. Its fine
-    /// structure is checked at verification, where a bad header rejects the event.
-    public static func authorizationProblem(_ header: String) -> String? {
-        guard header.hasPrefix("OAuth ") else { return "must be an OAuth 1.0a header starting with \"OAuth \"" }
-        guard !header.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
-            return "must not contain control characters"
-        }
-        return nil
-    }
-
-    /// `echo.service_provider`: an absolute URL (scheme and host). Whether its scheme and
-    /// host are acceptable is decided at verification, where a refusal rejects the event.
-    public static func serviceProviderProblem(_ url: String) -> String? {
-        if url.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
-            return "must not contain control characters"
-        }
-        guard let components = URLComponents(string: url), let scheme = components.scheme, !scheme.isEmpty,
-              let host = components.host, !host.isEmpty
-        else { return "must be an absolute URL such as https://api.example.com/1.1/account/verify_credentials.json" }
-        return nil
+    static func notObject(_ typeName: String) -> String {
+        "the body must be a JSON object, not \(typeName)"
     }
 }

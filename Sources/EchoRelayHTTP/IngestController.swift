@@ -64,7 +64,7 @@ struct IngestController<Context: RequestContext>: Sendable {
 
         let event: IncomingEvent
         do throws(EventParseError) {
-            event = try IncomingEvent.parse(body: body.readableBytesView)
+            event = try body.withUnsafeReadableBytes { (bytes) throws(EventParseError) in try IncomingEvent.parse(body: bytes) }
         } catch .malformed(let reason) {
             throw Problem(.badRequest, slug: "malformed-body", title: "Malformed body", detail: reason)
         } catch .invalidFields(let problems) {

@@ -326,7 +326,7 @@ import Testing
 
 /// SplitMix64 (Steele, Lea and Flood, 2014): small, fast and seedable, so that every case
 /// can be run again from its seed.
-fileprivate struct SplitMix64: RandomNumberGenerator {
+struct SplitMix64: RandomNumberGenerator {
     private var state: UInt64
 
     init(seed: UInt64) { state = seed }
@@ -344,7 +344,7 @@ fileprivate struct SplitMix64: RandomNumberGenerator {
     mutating func pick<C: Collection>(_ choices: C) -> C.Element { choices.randomElement(using: &self)! }
 }
 
-fileprivate enum Fuzz {
+enum Fuzz {
     static let seed: UInt64 = {
         guard let text = ProcessInfo.processInfo.environment["ECHORELAY_FUZZ_SEED"] else { return 0xEC40_7E1A_F022_0007 }
         return text.hasPrefix("0x") ? UInt64(text.dropFirst(2), radix: 16) ?? 0 : UInt64(text) ?? 0
@@ -414,7 +414,7 @@ fileprivate extension Result {
 
 // MARK: - JSON, written by hand so that every spelling can be produced
 
-fileprivate indirect enum JSONTree {
+indirect enum JSONTree {
     case null
     case bool(Bool)
     /// Written verbatim: number literals (valid or not), broken strings, deep nesting.
@@ -451,7 +451,7 @@ fileprivate indirect enum JSONTree {
     }
 }
 
-fileprivate enum JSONText {
+enum JSONText {
     static func write(_ tree: JSONTree, _ rng: inout SplitMix64) -> String {
         var out = space(&rng)
         write(tree, into: &out, &rng)
@@ -522,7 +522,7 @@ fileprivate enum JSONText {
 
 // MARK: - Random valid field values
 
-fileprivate enum Gen {
+enum Gen {
     static let idCharacters = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._:-")
 
     /// Printable scalars that are not white space: ASCII, Latin-1 letters and signs, Greek,
@@ -581,7 +581,7 @@ fileprivate enum Gen {
 
 /// An RFC 3339 timestamp and the instant it names, worked out here independently of
 /// `RFC3339.parse` (days counted from 0001-01-01, not by Hinnant's algorithm).
-fileprivate struct Timestamp {
+struct Timestamp {
     var text: String
     var seconds: Double
     var hasFraction: Bool
@@ -646,7 +646,7 @@ fileprivate struct Timestamp {
 }
 
 /// A random valid event, and the JSON document that carries it.
-fileprivate struct EventSpec {
+struct EventSpec {
     var id: String
     var type: EventType
     var userID: String
@@ -713,7 +713,7 @@ fileprivate struct EventSpec {
 
 /// Each field's rule as IncomingEvent+Parsing.swift and DESIGN.md state it, written out
 /// again here (without the validator's own rule functions) to judge single-field changes.
-fileprivate enum FieldOracle {
+enum FieldOracle {
     static let fields = ["id", "type", "user_id", "occurred_at", "data.phone_number", "echo.service_provider", "echo.authorization"]
 
     static func isValid(_ field: String, _ text: String) -> Bool {
@@ -873,7 +873,7 @@ fileprivate enum RFC3339Oracle {
 
 // MARK: - Mutations
 
-fileprivate enum Mutate {
+enum Mutate {
     /// One structural change to an event document: a key deleted, duplicated, renamed or
     /// given a hostile value, in the top object or in `echo` or `data`; or another root.
     static func event(_ tree: inout JSONTree, _ rng: inout SplitMix64) {
