@@ -201,3 +201,16 @@ extension IngestBatchTests {
         }
     }
 }
+
+extension IngestBatchTests {
+    /// A generic plan cached while `events` is small (a hash join over a sequential scan) would
+    /// grow dearer with every event stored; EchoRelay's connections plan each execution.
+    @Test func connectionsPlanPreparedStatementsForTheValuesOfEachExecution() async throws {
+        try await TestDatabase.withFresh { database in
+            try await database.withClient { client in
+                let rows = try await client.query("SHOW plan_cache_mode").collect()
+                #expect(try rows.first?.decode(String.self) == "force_custom_plan")
+            }
+        }
+    }
+}
