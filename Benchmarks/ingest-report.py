@@ -101,7 +101,9 @@ if echorelay or light or own:
     row("write transactions per event (transaction ids assigned)", lambda p: per_event(p, "xids"), 2, "≤ 0.5")
     row("commits per event (`pg_stat_database.xact_commit`)", lambda p: per_event(p, "commits"), 2)
     row("WAL bytes per event", lambda p: per_event(p, "wal_bytes"), 0)
+    row("WAL full-page images per event", lambda p: per_event(p, "wal_fpi"), 2)
     row("sessions opened during the point (each commits twice as it starts)", lambda p: value(p, "sessions"), 0)
+    row("other programs on the machine meanwhile, cores (of 2)", lambda p: value(p, "others_cores"), 2)
     sums = [sum((value(p, "non2xx") or 0) + (value(p, "socket_errors") or 0) for p in side) for side in (echorelay, light, own)]
     out.append("| non-2xx answers and socket errors (pgbench: failed transactions), all rounds | "
                + " | ".join(number(s) for s in sums) + " | 0 |")
@@ -177,8 +179,8 @@ one, baseline = select("one", "echorelay"), select("one", "baseline")
 if one:
     out.append("### One connection (`wrk -c1 --latency`, serve --role ingest)")
     out.append("")
-    out.append("| binary | events/s | p50 ms | p99 ms | serve CPU ms per event | PostgreSQL CPU ms per event | write transactions per event |")
-    out.append("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+    out.append("| binary | events/s | p50 ms | p99 ms | serve CPU ms per event | PostgreSQL CPU ms per event | write transactions per event | other programs, cores |")
+    out.append("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for name, chosen in (("measured (`ECHORELAY_BIN`)", one), ("baseline (`ECHORELAY_BENCH_BASELINE`)", baseline)):
         if not chosen:
             continue
@@ -187,7 +189,8 @@ if one:
                    f"{number(median([value(p, 'p99_ms') for p in chosen]), 3)} | "
                    f"{number(median([per_event(p, 'serve_cpu_s', 1000) for p in chosen]), 3)} | "
                    f"{number(median([per_event(p, 'pg_cpu_s', 1000) for p in chosen]), 3)} | "
-                   f"{number(median([per_event(p, 'xids') for p in chosen]), 2)} |")
+                   f"{number(median([per_event(p, 'xids') for p in chosen]), 2)} | "
+                   f"{number(median([value(p, 'others_cores') for p in chosen]), 2)} |")
     if baseline:
         a, b = by_round(one), by_round(baseline)
         p50 = [float(a[r]["p50_ms"]) / float(b[r]["p50_ms"]) for r in sorted(a) if r in b]
@@ -201,15 +204,17 @@ embedded, loop = select("embedded", "echorelay"), select("embedded", "sqlite3")
 if embedded or loop:
     out.append(f"### Embedded store (SQLite, WAL, synchronous=FULL)")
     out.append("")
-    out.append("| side | events/s | CPU ms per event | note |")
-    out.append("| --- | ---: | ---: | --- |")
+    out.append("| side | events/s | CPU ms per event | other programs, cores | note |")
+    out.append("| --- | ---: | ---: | ---: | --- |")
     out.append(f"| EchoRelay, `serve` on `sqlite:` (role all), wrk at {meta.get('connections', '32')} connections | "
                f"{number(median([value(p, 'rate') for p in embedded]))} | "
                f"{number(median([per_event(p, 'serve_cpu_s', 1000) for p in embedded]), 3)} (serve) | "
+               f"{number(median([value(p, 'others_cores') for p in embedded]), 2)} | "
                "verification refuses each event at once (its provider is not an allowed host), in the same file |")
     out.append(f"| `sqlite3` shell, one transaction per event (the same three rows) | "
                f"{number(median([value(p, 'rate') for p in loop]))} | "
                f"{number(median([per_event(p, 'client_cpu_s', 1000) for p in loop]), 3)} (sqlite3) | "
+               f"{number(median([value(p, 'others_cores') for p in loop]), 2)} | "
                "the same pragmas as `SQLiteEventStore.configure` |")
     out.append("")
     out.append(f"EchoRelay ÷ sqlite3, per round: {ratio_text(ratios(embedded, loop))} (target ≥ 0.8×).")
