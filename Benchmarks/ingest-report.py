@@ -100,6 +100,7 @@ if echorelay or light or own:
         lambda p: None if value(p, "pg_cpu_s") is None else ((value(p, "serve_cpu_s") or 0) + value(p, "pg_cpu_s")) / value(p, "events") * 1000, 3)
     row("write transactions per event (transaction ids assigned)", lambda p: per_event(p, "xids"), 2, "≤ 0.5")
     row("commits per event (`pg_stat_database.xact_commit`)", lambda p: per_event(p, "commits"), 2)
+    row("WAL flushes (fsyncs) per event (`pg_stat_wal.wal_sync`)", lambda p: per_event(p, "wal_syncs"), 2)
     row("WAL bytes per event", lambda p: per_event(p, "wal_bytes"), 0)
     row("WAL full-page images per event", lambda p: per_event(p, "wal_fpi"), 2)
     row("sessions opened during the point (each commits twice as it starts)", lambda p: value(p, "sessions"), 0)
