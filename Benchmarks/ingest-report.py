@@ -225,4 +225,47 @@ if warnings:
     out.append("**Warnings:** " + "; ".join(warnings) + ".")
     out.append("")
 
+
+def summary():
+    """One table of the headline figures and their targets, put before the details."""
+    rows = []
+
+    def add(name, text, target=""):
+        rows.append(f"| {name} | {text} | {target} |")
+
+    if echorelay or light or own:
+        add(f"EchoRelay at {meta.get('connections', '32')} connections, events/s", number(median([value(p, "rate") for p in echorelay])))
+        add("light ceiling, tx/s", number(median([value(p, "rate") for p in light])))
+        add("own ceiling, tx/s", number(median([value(p, "rate") for p in own])))
+        add("EchoRelay ÷ light ceiling (median of per-round ratios)", ratio_text(ratios(echorelay, light)), "≥ 0.8×")
+        add("EchoRelay ÷ own ceiling (median of per-round ratios)", ratio_text(ratios(echorelay, own)), "≥ 1.0×")
+        add("serve CPU, ms per event", number(median([per_event(p, "serve_cpu_s", 1000) for p in echorelay]), 3), "≤ 0.15")
+        add("PostgreSQL CPU, ms per event", number(median([per_event(p, "pg_cpu_s", 1000) for p in echorelay]), 3))
+        add("client (wrk) CPU, ms per event", number(median([per_event(p, "client_cpu_s", 1000) for p in echorelay]), 3))
+        add("write transactions per event", number(median([per_event(p, "xids") for p in echorelay]), 2), "≤ 0.5")
+        add("commits per event", number(median([per_event(p, "commits") for p in echorelay]), 2))
+    for name, chosen in (("one connection", one), ("one connection, baseline", baseline)):
+        if chosen:
+            add(f"{name}: p50 / p99, ms", f"{number(median([value(p, 'p50_ms') for p in chosen]), 3)} / "
+                f"{number(median([value(p, 'p99_ms') for p in chosen]), 3)}",
+                "p50 no worse than before" if name == "one connection" else "")
+    if baseline:
+        a, b = by_round(one), by_round(baseline)
+        add("one connection: p50 ÷ baseline's (median of per-round ratios)",
+            ratio_text([float(a[r]["p50_ms"]) / float(b[r]["p50_ms"]) for r in sorted(a) if r in b]), "≤ 1.0×")
+    if embedded or loop:
+        add("embedded: serve events/s / sqlite3 events/s",
+            f"{number(median([value(p, 'rate') for p in embedded]))} / {number(median([value(p, 'rate') for p in loop]))}")
+        add("embedded ÷ sqlite3 (median of per-round ratios)", ratio_text(ratios(embedded, loop)), "≥ 0.8×")
+    if echorelay:
+        top = read_statements("statements-r*.tsv")
+        if top:
+            t = top[0]
+            add("top statement in pg_stat_statements (EchoRelay, 32 connections)",
+                f"{t['calls']:,} calls, plan {t['plan'] / t['calls']:.3f} ms, exec {t['exec'] / t['calls']:.3f} ms, "
+                f"{t['rows'] / t['calls']:.2f} rows per call: `{t['text'][:60]}…`")
+    return ["### Summary", "", "| figure | value | target |", "| --- | ---: | --- |"] + rows + [""]
+
+
+out[2:2] = summary()
 print("\n".join(out))
