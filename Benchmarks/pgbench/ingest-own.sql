@@ -1,30 +1,42 @@
 -- The own ceiling: EchoRelay's own ingest statement, to run with `pgbench -M prepared`
--- (scripts/bench).
+-- (scripts/bench), one event per transaction as a lone event goes.
 --
--- COPIED FROM PostgresEventStore.ingestOne (Sources/EchoRelayPostgres/PostgresEventStore.swift),
--- the statement one event goes through when it commits alone. When that statement changes,
--- copy it here again: each \(…) of the Swift source becomes a pgbench variable with the cast
--- of the type PostgresNIO binds it as (String → ::text, Date → ::timestamptz, Data → ::bytea),
--- except the event's type and phone number, which pgbench cannot draw as strings: a CASE on
--- :phone picks them (a quarter phone.changed with a number, the rest token.rotated and NULL).
--- scripts/bench passes the values that do not change per event with -D, at the sizes EchoRelay
--- binds them: a 32-byte fingerprint, the service provider's URL, a ~300-byte OAuth header.
+-- COPIED FROM IngestStatement.sql (Sources/EchoRelayPostgres/IngestStatement.swift), the one
+-- statement every ingest batch goes through, here with a batch of one. When that statement
+-- changes, copy it here again (IngestStatementTests checks that this file is that statement):
+-- each array parameter $1…$8 becomes a one-element ARRAY[…] of a pgbench variable with the
+-- cast PostgresNIO binds it as, and $9 (the NOTIFY payload, unset on a process with workers)
+-- NULL. pgbench cannot draw strings, so a CASE on :phone picks the type and phone number (a
+-- quarter phone.changed with a number, the rest token.rotated and no number). scripts/bench
+-- passes the values that do not change per event with -D, at the sizes EchoRelay binds them.
 \set user random(1000000000, 1000001999)
 \set id random(1, 4611686018427387903)
 \set phone random(0, 3) = 0
-WITH next AS (
-    INSERT INTO user_sequences AS s (user_id, last_sequence) VALUES (:user::text, 1)
-    ON CONFLICT (user_id) DO UPDATE SET last_sequence = s.last_sequence + 1
-    RETURNING last_sequence
+WITH input AS (
+    SELECT * FROM unnest(ARRAY[:id::text], ARRAY[:user::text], ARRAY[CASE WHEN :phone THEN 'phone.changed' ELSE 'token.rotated' END], ARRAY[:occurred_at::timestamptz],
+                         ARRAY[:fingerprint::bytea], ARRAY[CASE WHEN :phone THEN :phone_number::text ELSE '' END], ARRAY[:service_provider::text], ARRAY[:authorization::text])
+        WITH ORDINALITY AS i(id, user_id, type, occurred_at, fingerprint, phone, provider, echo_auth, position)
+), fresh AS (
+    SELECT * FROM input i WHERE NOT EXISTS (SELECT 1 FROM events e WHERE e.id = i.id)
+), counts AS (
+    SELECT user_id, count(*) AS n FROM fresh GROUP BY user_id
+), next AS (
+    INSERT INTO user_sequences AS s (user_id, last_sequence)
+    SELECT user_id, n FROM counts ORDER BY user_id
+    ON CONFLICT (user_id) DO UPDATE SET last_sequence = s.last_sequence + EXCLUDED.last_sequence
+    RETURNING user_id, last_sequence
 ), stored AS (
     INSERT INTO events (id, user_id, sequence, type, occurred_at, fingerprint,
                         pushed_phone_number, echo_service_provider, echo_authorization)
-    SELECT :id::text, :user::text, next.last_sequence, CASE WHEN :phone THEN 'phone.changed' ELSE 'token.rotated' END,
-           :occurred_at::timestamptz, :fingerprint::bytea, CASE WHEN :phone THEN :phone_number::text END,
-           :service_provider::text, :authorization::text
-    FROM next
+    SELECT f.id, f.user_id,
+           next.last_sequence - counts.n + row_number() OVER (PARTITION BY f.user_id ORDER BY f.position),
+           f.type, f.occurred_at, f.fingerprint, nullif(f.phone, ''), f.provider, f.echo_auth
+    FROM fresh f JOIN counts USING (user_id) JOIN next USING (user_id)
     RETURNING id, sequence
 ), work AS (
     INSERT INTO work_items (kind, event_id) SELECT 'verify', id FROM stored
+), woken AS (
+    SELECT pg_notify('echorelay_work', NULL::text)
+    FROM (SELECT FROM stored LIMIT 1) anything_stored WHERE NULL::text IS NOT NULL
 )
-SELECT sequence FROM stored
+SELECT id, sequence FROM stored CROSS JOIN (SELECT count(*) FROM woken) sent
