@@ -88,7 +88,7 @@ import TestSupport
         let stdout = run.standardOutput
         let stderr = String(decoding: run.standardError, as: UTF8.self)
 
-        let install = "`python3 -m pip install -r scripts/python-requirements.txt`"
+        let install = "`scripts/test` (it installs scripts/python-requirements.txt into .build/venv, first on PATH)"
         switch run.status ?? -1 {
         case 0:
             return try JSONDecoder().decode([String].self, from: stdout)

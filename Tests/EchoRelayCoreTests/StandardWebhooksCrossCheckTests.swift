@@ -190,7 +190,7 @@ import TestSupport
         let run = try Spawned("/usr/bin/env", ["python3", "-c", script], input: input)
         run.waitUntilExit()
 
-        let install = "`python3 -m pip install -r scripts/python-requirements.txt`"
+        let install = "`scripts/test` (it installs scripts/python-requirements.txt into .build/venv, first on PATH)"
         let errors = String(decoding: run.standardError, as: UTF8.self)
         switch run.status ?? -1 {
         case 0:

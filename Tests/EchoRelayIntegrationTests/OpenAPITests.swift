@@ -423,7 +423,7 @@ import TestSupport
 
     private static func result(of run: Spawned) throws -> (Int32, Data, String) {
         let errors = String(decoding: run.standardError, as: UTF8.self)
-        let install = "`python3 -m pip install -r scripts/python-requirements.txt`"
+        let install = "`scripts/test` (it installs scripts/python-requirements.txt into .build/venv, first on PATH)"
         switch run.status {
         case 127: throw TestSetupError("python3 was not found on PATH: install Python 3, then run \(install)")
         case 3: throw TestSetupError("a Python package scripts/openapi-check needs is missing: run \(install)\n\(errors)")

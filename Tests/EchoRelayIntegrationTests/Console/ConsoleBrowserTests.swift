@@ -49,7 +49,7 @@ import Testing
                 }
                 let errors = String(decoding: run.standardError, as: UTF8.self)
                 if run.status == 1, errors.contains("ModuleNotFoundError") {
-                    throw TestSetupError("selenium is missing: run `python3 -m pip install -r scripts/python-requirements.txt`")
+                    throw TestSetupError("selenium is missing: run `scripts/test` (it installs scripts/python-requirements.txt into .build/venv, first on PATH)")
                 }
                 try #require(run.status == 0, "the browser flow failed: \(errors)")
                 let seen = try #require(try JSONSerialization.jsonObject(with: run.standardOutput) as? [String: Any])
