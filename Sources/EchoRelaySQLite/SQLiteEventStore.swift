@@ -130,9 +130,11 @@ extension SQLiteEventStore {
         try await ingests.submit(event)
     }
 
-    /// One transaction for the whole batch, taken once the connection is free. Each event's
-    /// answer is its own (stored, a retry, a conflict). If the transaction fails as a whole,
-    /// each event is tried alone in a transaction of its own, so one bad event fails alone.
+    /// One transaction for the whole batch, taken once the connection is free, in four
+    /// statements however many events it holds (each statement is a trip to SQLite's thread).
+    /// Each event's answer is its own (stored, a retry, a conflict). If the transaction fails
+    /// as a whole, each event is tried alone in a transaction of its own, so one bad event
+    /// fails alone.
     static func ingestBatch(
         take: @escaping @Sendable () -> [IncomingEvent], session: SQLiteSession, logger: Logger
     ) async throws -> [Result<IngestReceipt, any Error>] {
@@ -141,16 +143,7 @@ extension SQLiteEventStore {
             return try await session.write { db in
                 let events = take()
                 taken.withLock { $0 = events }
-                var results: [Result<IngestReceipt, any Error>] = []
-                results.reserveCapacity(events.count)
-                for event in events {
-                    do {
-                        results.append(.success(try await ingestOne(event, db: db)))
-                    } catch let conflict as IngestError {
-                        results.append(.failure(conflict))  // nothing written for it
-                    }
-                }
-                return results
+                return try await ingest(events, db: db)
             }
         } catch {
             let events = taken.withLock { $0 }
@@ -162,39 +155,85 @@ extension SQLiteEventStore {
                          metadata: ["events": "\(events.count)", "error": "\(error)"])
             var results: [Result<IngestReceipt, any Error>] = []
             for event in events {
-                results.append(await Result(catching: { try await session.write { db in try await ingestOne(event, db: db) } }))
+                results.append(await Result(catching: { try await session.write { db in try await ingest([event], db: db)[0].get() } }))
             }
             return results
         }
     }
 
-    /// One event inside the caller's transaction: a retried id returns its first receipt and
+    /// The batch inside the caller's transaction. A retried id returns its first receipt and
     /// writes nothing (the check and the insert share the transaction and the write lock, so
-    /// they cannot race); a new one takes the user's next sequence number, and is stored with
-    /// its verification work item — a sequence number is never taken without its event.
-    private static func ingestOne(_ event: IncomingEvent, db: SQLiteDB) async throws -> IngestReceipt {
-        if let existing = try await db.row("SELECT sequence, fingerprint FROM events WHERE id = ?1", [event.id]) {
-            guard try existing.bytes(1) == event.fingerprint else { throw IngestError.conflict(id: event.id) }
-            return IngestReceipt(id: event.id, sequence: try existing.int64(0), isDuplicate: true)
+    /// they cannot race); an id repeated within the batch is answered like a retry of its first
+    /// occurrence. New events take their users' next sequence numbers in arrival order and are
+    /// stored with their verification work items: a sequence number is never taken without its event.
+    private static func ingest(_ events: [IncomingEvent], db: SQLiteDB) async throws -> [Result<IngestReceipt, any Error>] {
+        func placeholders(_ rows: Int, _ columns: Int) -> String {
+            let row = "(" + Array(repeating: "?", count: columns).joined(separator: ", ") + ")"
+            return Array(repeating: row, count: rows).joined(separator: ", ")
         }
-        guard let next = try await db.row("""
-            INSERT INTO user_sequences (user_id, last_sequence) VALUES (?1, 1)
-            ON CONFLICT (user_id) DO UPDATE SET last_sequence = last_sequence + 1
-            RETURNING last_sequence
-            """, [event.userID]) else { throw StoreError.unexpected("sequence upsert returned no row") }
-        let sequence = try next.int64(0)
-        try await db.run("""
-            INSERT INTO events (id, user_id, sequence, type, occurred_at, received_at, fingerprint,
-                                pushed_phone_number, echo_service_provider, echo_authorization)
-            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
-            """, [event.id, event.userID, sequence, event.type.rawValue, event.occurredAt, db.now,
-                  Blob(event.fingerprint), event.phoneNumber, event.echo.serviceProvider,
-                  event.echo.authorization.revealed])
-        try await db.run(
-            "INSERT INTO work_items (kind, event_id, due_at, created_at) VALUES ('verify', ?1, ?2, ?2)",
-            [event.id, db.now]
-        )
-        return IngestReceipt(id: event.id, sequence: sequence, isDuplicate: false)
+        func answer(_ event: IncomingEvent, sequence: Int64, fingerprint: [UInt8]) -> Result<IngestReceipt, any Error> {
+            fingerprint == event.fingerprint
+                ? .success(IngestReceipt(id: event.id, sequence: sequence, isDuplicate: true))
+                : .failure(IngestError.conflict(id: event.id))
+        }
+
+        guard !events.isEmpty else { return [] }  // every caller gave up before it was taken
+        let ids = Array(Set(events.map(\.id)))
+        var stored: [String: (sequence: Int64, fingerprint: [UInt8])] = [:]
+        for row in try await db.rows(
+            "SELECT id, sequence, fingerprint FROM events WHERE id IN (\(Array(repeating: "?", count: ids.count).joined(separator: ", ")))", ids
+        ) {
+            stored[try row.string(0)] = (try row.int64(1), try row.bytes(2))
+        }
+
+        // New events in arrival order; a repeat of one of them waits for its first occurrence.
+        var fresh: [Int] = []
+        var firstOccurrence: [String: Int] = [:]
+        var newPerUser: [String: Int64] = [:]
+        for (index, event) in events.enumerated() where stored[event.id] == nil && firstOccurrence[event.id] == nil {
+            firstOccurrence[event.id] = index
+            fresh.append(index)
+            newPerUser[event.userID, default: 0] += 1
+        }
+        var nextSequence: [String: Int64] = [:]
+        if !newPerUser.isEmpty {
+            let users = newPerUser.keys.sorted()
+            for row in try await db.rows("""
+                INSERT INTO user_sequences (user_id, last_sequence) VALUES \(placeholders(users.count, 2))
+                ON CONFLICT (user_id) DO UPDATE SET last_sequence = last_sequence + excluded.last_sequence
+                RETURNING user_id, last_sequence
+                """, users.flatMap { [$0, newPerUser[$0]!] as [any SQLiteBind] }) {
+                let user = try row.string(0)
+                nextSequence[user] = try row.int64(1) - newPerUser[user]! + 1
+            }
+            var eventValues: [any SQLiteBind] = []
+            var workValues: [any SQLiteBind] = []
+            for index in fresh {
+                let event = events[index]
+                guard let sequence = nextSequence[event.userID] else { throw StoreError.unexpected("sequence upsert returned no row") }
+                nextSequence[event.userID] = sequence + 1
+                stored[event.id] = (sequence, event.fingerprint)
+                eventValues += [event.id, event.userID, sequence, event.type.rawValue, event.occurredAt, db.now,
+                                Blob(event.fingerprint), event.phoneNumber, event.echo.serviceProvider, event.echo.authorization.revealed]
+                workValues += [event.id, db.now, db.now]
+            }
+            try await db.run("""
+                INSERT INTO events (id, user_id, sequence, type, occurred_at, received_at, fingerprint,
+                                    pushed_phone_number, echo_service_provider, echo_authorization)
+                VALUES \(placeholders(fresh.count, 10))
+                """, eventValues)
+            try await db.run(
+                "INSERT INTO work_items (kind, event_id, due_at, created_at) VALUES \(placeholders(fresh.count, 3).replacingOccurrences(of: "(?", with: "('verify', ?"))",
+                workValues
+            )
+        }
+        return events.enumerated().map { index, event in
+            guard let row = stored[event.id] else { return .failure(StoreError.unexpected("an event of a batch got no answer")) }
+            if firstOccurrence[event.id] == index {
+                return .success(IngestReceipt(id: event.id, sequence: row.sequence, isDuplicate: false))
+            }
+            return answer(event, sequence: row.sequence, fingerprint: row.fingerprint)
+        }
     }
 
     public func event(id: String) async throws -> StoredEvent? {
