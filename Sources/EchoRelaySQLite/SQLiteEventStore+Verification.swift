@@ -44,50 +44,65 @@ extension SQLiteEventStore {
         }
     }
 
+    /// Outcomes finished at about the same time share one transaction (group commit).
     public func finishVerification(_ task: VerificationTask, owner: String, outcome: VerificationOutcome) async throws -> Bool {
-        try await session.write { db in
-            // Deleting the item first proves the lease is still ours.
-            let deleted = try await db.rows(
-                "DELETE FROM work_items WHERE id = ?1 AND lease_owner = ?2 RETURNING id", [task.workItemID, owner]
-            ).count
-            guard deleted == 1 else { return false }
-
-            let verified = outcome.status == .verified
-            try await db.run("""
-                UPDATE events
-                SET status = ?1, status_reason = ?2, decided_at = ?3, verified_at = ?4,
-                    provider_user_id = ?5, provider_phone_number = ?6,
-                    echo_service_provider = NULL, echo_authorization = NULL
-                WHERE id = ?7
-                """, [outcome.status.rawValue, outcome.reason.rawValue, db.now, verified ? db.now : nil,
-                      outcome.providerUserID, outcome.providerPhoneNumber, task.eventID])
-
-            if let hash = outcome.confirmedTokenHash {
-                try await db.run("""
-                    INSERT INTO verified_tokens (user_id, token_sha256, first_verified_at, last_verified_at)
-                    VALUES (?1, ?2, ?3, ?3)
-                    ON CONFLICT (user_id, token_sha256) DO UPDATE SET last_verified_at = excluded.last_verified_at
-                    """, [task.userID, Blob(hash), db.now])
-            }
-            if verified {
-                let state: UserState.State = task.type == .accountDeactivated ? .deactivated : .active
-                let phone = task.type == .accountDeactivated ? nil : outcome.providerPhoneNumber
-                // Only a newer sequence moves the state: a late older event changes nothing.
-                try await db.run("""
-                    INSERT INTO users (user_id, state, phone_number, last_sequence, last_event_at, updated_at)
-                    VALUES (?1, ?2, ?3, ?4, ?5, ?6)
-                    ON CONFLICT (user_id) DO UPDATE
-                    SET state = excluded.state,
-                        phone_number = coalesce(excluded.phone_number, users.phone_number),
-                        last_sequence = excluded.last_sequence, last_event_at = excluded.last_event_at,
-                        updated_at = excluded.updated_at
-                    WHERE users.last_sequence < excluded.last_sequence
-                    """, [task.userID, state.rawValue, phone, task.sequence, task.occurredAt, db.now])
-                try await Self.fanOut(task, db: db)
-            }
-            return true
-        }
+        try await finishes.submit(VerificationFinish(task: task, owner: owner, outcome: outcome))
     }
+
+    /// One outcome inside the caller's transaction; false, writing nothing, when the lease is no longer `owner`'s.
+    static func finish(_ finish: VerificationFinish, db: SQLiteDB) async throws -> Bool {
+        let (task, owner, outcome) = (finish.task, finish.owner, finish.outcome)
+        // Deleting the item first proves the lease is still ours.
+        let deleted = try await db.rows(
+            "DELETE FROM work_items WHERE id = ?1 AND lease_owner = ?2 RETURNING id", [task.workItemID, owner]
+        ).count
+        guard deleted == 1 else { return false }
+
+        let verified = outcome.status == .verified
+        try await db.run("""
+            UPDATE events
+            SET status = ?1, status_reason = ?2, decided_at = ?3, verified_at = ?4,
+                provider_user_id = ?5, provider_phone_number = ?6,
+                echo_service_provider = NULL, echo_authorization = NULL
+            WHERE id = ?7
+            """, [outcome.status.rawValue, outcome.reason.rawValue, db.now, verified ? db.now : nil,
+                  outcome.providerUserID, outcome.providerPhoneNumber, task.eventID])
+
+        if let hash = outcome.confirmedTokenHash {
+            try await db.run("""
+                INSERT INTO verified_tokens (user_id, token_sha256, first_verified_at, last_verified_at)
+                VALUES (?1, ?2, ?3, ?3)
+                ON CONFLICT (user_id, token_sha256) DO UPDATE SET last_verified_at = excluded.last_verified_at
+                """, [task.userID, Blob(hash), db.now])
+        }
+        if verified {
+            let state: UserState.State = task.type == .accountDeactivated ? .deactivated : .active
+            let phone = task.type == .accountDeactivated ? nil : outcome.providerPhoneNumber
+            // Only a newer sequence moves the state: a late older event changes nothing.
+            try await db.run("""
+                INSERT INTO users (user_id, state, phone_number, last_sequence, last_event_at, updated_at)
+                VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+                ON CONFLICT (user_id) DO UPDATE
+                SET state = excluded.state,
+                    phone_number = coalesce(excluded.phone_number, users.phone_number),
+                    last_sequence = excluded.last_sequence, last_event_at = excluded.last_event_at,
+                    updated_at = excluded.updated_at
+                WHERE users.last_sequence < excluded.last_sequence
+                """, [task.userID, state.rawValue, phone, task.sequence, task.occurredAt, db.now])
+            try await Self.fanOut(task, db: db)
+        }
+        return true
+    }
+}
+
+/// A verification outcome waiting for its shared transaction.
+struct VerificationFinish: Sendable {
+    let task: VerificationTask
+    let owner: String
+    let outcome: VerificationOutcome
+}
+
+extension SQLiteEventStore {
 
     public func retryVerification(_ task: VerificationTask, owner: String, after delay: Duration) async throws -> Bool {
         try await session.read { db in

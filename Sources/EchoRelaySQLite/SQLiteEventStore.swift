@@ -19,6 +19,8 @@ public final class SQLiteEventStore: EchoRelayStore {
     let sealer: SecretSealer?
     /// Concurrent ingests share one transaction (group commit): see `ingestBatch`.
     private let ingests: GroupCommit<IncomingEvent, IngestReceipt>
+    /// Verification outcomes finished at about the same time share one transaction: see `finishVerification`.
+    let finishes: GroupCommit<VerificationFinish, Bool>
 
     private init(session: SQLiteSession, path: String, logger: Logger, sealer: SecretSealer?, metrics: RelayMetrics, ingestWait: Duration) {
         self.session = session
@@ -28,6 +30,13 @@ public final class SQLiteEventStore: EchoRelayStore {
         // As on PostgreSQL: a request that waits longer than this for its commit is a 503.
         ingests = GroupCommit(maximumBatch: 256, maximumWait: ingestWait, flushed: { metrics.batchCommitted(.ingest, size: $0) }) {
             take in try await Self.ingestBatch(take: take, session: session, logger: logger)
+        }
+        finishes = GroupCommit(maximumBatch: 256, flushed: { metrics.batchCommitted(.verification, size: $0) }) { take in
+            try await Self.writeBatch("verification outcomes", take: take, session: session, logger: logger) { finishes, db in
+                var results: [Result<Bool, any Error>] = []
+                for finish in finishes { results.append(.success(try await Self.finish(finish, db: db))) }
+                return results
+            }
         }
     }
 
@@ -130,34 +139,13 @@ extension SQLiteEventStore {
         try await ingests.submit(event)
     }
 
-    /// One transaction for the whole batch, taken once the connection is free, in four
-    /// statements however many events it holds (each statement is a trip to SQLite's thread).
-    /// Each event's answer is its own (stored, a retry, a conflict). If the transaction fails
-    /// as a whole, each event is tried alone in a transaction of its own, so one bad event
-    /// fails alone.
+    /// One transaction for the whole batch (see `writeBatch`), in four statements however many
+    /// events it holds: each statement is a trip to SQLite's thread.
     static func ingestBatch(
         take: @escaping @Sendable () -> [IncomingEvent], session: SQLiteSession, logger: Logger
     ) async throws -> [Result<IngestReceipt, any Error>] {
-        let taken = Mutex<[IncomingEvent]>([])
-        do {
-            return try await session.write { db in
-                let events = take()
-                taken.withLock { $0 = events }
-                return try await ingest(events, db: db)
-            }
-        } catch {
-            let events = taken.withLock { $0 }
-            guard events.count > 1 else {
-                if events.isEmpty { throw error }  // no transaction began: the whole batch gets the error
-                return [.failure(error)]
-            }
-            logger.debug("a batched ingest failed as a whole; its events are tried one by one",
-                         metadata: ["events": "\(events.count)", "error": "\(error)"])
-            var results: [Result<IngestReceipt, any Error>] = []
-            for event in events {
-                results.append(await Result(catching: { try await session.write { db in try await ingest([event], db: db)[0].get() } }))
-            }
-            return results
+        try await writeBatch("ingests", take: take, session: session, logger: logger) { events, db in
+            try await ingest(events, db: db)
         }
     }
 
@@ -177,7 +165,6 @@ extension SQLiteEventStore {
                 : .failure(IngestError.conflict(id: event.id))
         }
 
-        guard !events.isEmpty else { return [] }  // every caller gave up before it was taken
         let ids = Array(Set(events.map(\.id)))
         var stored: [String: (sequence: Int64, fingerprint: [UInt8])] = [:]
         for row in try await db.rows(
