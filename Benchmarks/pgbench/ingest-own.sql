@@ -16,10 +16,8 @@ WITH input AS (
     SELECT * FROM unnest(ARRAY[:id::text], ARRAY[:user::text], ARRAY[CASE WHEN :phone THEN 'phone.changed' ELSE 'token.rotated' END], ARRAY[:occurred_at::timestamptz],
                          ARRAY[:fingerprint::bytea], ARRAY[CASE WHEN :phone THEN :phone_number::text ELSE '' END], ARRAY[:service_provider::text], ARRAY[:authorization::text])
         WITH ORDINALITY AS i(id, user_id, type, occurred_at, fingerprint, phone, provider, echo_auth, position)
-), fresh AS (
-    SELECT * FROM input i WHERE NOT EXISTS (SELECT 1 FROM events e WHERE e.id = i.id)
 ), counts AS (
-    SELECT user_id, count(*) AS n FROM fresh GROUP BY user_id
+    SELECT user_id, count(*) AS n FROM input GROUP BY user_id
 ), next AS (
     INSERT INTO user_sequences AS s (user_id, last_sequence)
     SELECT user_id, n FROM counts ORDER BY user_id
@@ -31,7 +29,7 @@ WITH input AS (
     SELECT f.id, f.user_id,
            next.last_sequence - counts.n + row_number() OVER (PARTITION BY f.user_id ORDER BY f.position),
            f.type, f.occurred_at, f.fingerprint, nullif(f.phone, ''), f.provider, f.echo_auth
-    FROM fresh f JOIN counts USING (user_id) JOIN next USING (user_id)
+    FROM input f JOIN counts USING (user_id) JOIN next USING (user_id)
     RETURNING id, sequence
 ), work AS (
     INSERT INTO work_items (kind, event_id) SELECT 'verify', id FROM stored

@@ -42,12 +42,6 @@ public enum DatabaseURL {
                 port: components.port ?? 5432, username: user, password: password, database: database, tls: tls
             )
         }
-        // EchoRelay's prepared statements (the ingest batch) are planned for the values of each
-        // execution. A generic plan made while a table is still small (a hash join over a
-        // sequential scan of `events`) would otherwise be cached for the connection's life and
-        // grow dearer with every stored event: measured, 3 ms instead of 0.7 ms a flush within
-        // minutes. Planning costs about 0.2 ms a flush, shared by its events.
-        configuration.options.additionalStartupParameters.append(("plan_cache_mode", "force_custom_plan"))
         if let name = query["application_name"] {
             configuration.options.additionalStartupParameters.append(("application_name", name))
         }

@@ -2,15 +2,17 @@ import EchoRelayCore
 import NIOCore
 import PostgresNIO
 
-/// Stores a batch of events — one or many — with their verification work items, as one
+/// Stores a batch of new events — one or many — with their verification work items, as one
 /// prepared statement: the events travel as typed arrays through `unnest`, so one statement
 /// text serves every batch size, and the server parses and plans it once per connection.
 ///
-/// Each user's sequence moves once by its count of new events, which are numbered in arrival
+/// Each user's sequence moves once by its count of events, which are numbered in arrival
 /// order; users are locked in user-id order, so two batches never wait on each other in a
-/// cycle. Ids already stored are left out (their answer comes from the stored row); an id
-/// stored by another process at the same moment fails the statement as a whole with a unique
-/// violation. Returns the id and sequence of each event it stored.
+/// cycle. The statement reads no table but through the unique indexes it writes, so its cached
+/// plan cannot grow dearer with the tables. It expects every id to be new: an id stored before
+/// (a retry) fails it as a whole with a unique violation on `events_pkey`, writing nothing, and
+/// the caller answers retries from their rows and stores the rest again. Returns the id and
+/// sequence of each event.
 ///
 /// When `wakePayload` is set, the statement also sends one `NOTIFY` (with that payload, the
 /// sender's process id) if it stored anything: inside the transaction that creates the work,
@@ -21,10 +23,8 @@ struct IngestStatement: PostgresPreparedStatement {
             SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[],
                                  $5::bytea[], $6::text[], $7::text[], $8::text[])
                 WITH ORDINALITY AS i(id, user_id, type, occurred_at, fingerprint, phone, provider, echo_auth, position)
-        ), fresh AS (
-            SELECT * FROM input i WHERE NOT EXISTS (SELECT 1 FROM events e WHERE e.id = i.id)
         ), counts AS (
-            SELECT user_id, count(*) AS n FROM fresh GROUP BY user_id
+            SELECT user_id, count(*) AS n FROM input GROUP BY user_id
         ), next AS (
             INSERT INTO user_sequences AS s (user_id, last_sequence)
             SELECT user_id, n FROM counts ORDER BY user_id
@@ -36,7 +36,7 @@ struct IngestStatement: PostgresPreparedStatement {
             SELECT f.id, f.user_id,
                    next.last_sequence - counts.n + row_number() OVER (PARTITION BY f.user_id ORDER BY f.position),
                    f.type, f.occurred_at, f.fingerprint, nullif(f.phone, ''), f.provider, f.echo_auth
-            FROM fresh f JOIN counts USING (user_id) JOIN next USING (user_id)
+            FROM input f JOIN counts USING (user_id) JOIN next USING (user_id)
             RETURNING id, sequence
         ), work AS (
             INSERT INTO work_items (kind, event_id) SELECT 'verify', id FROM stored

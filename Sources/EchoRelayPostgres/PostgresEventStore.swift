@@ -65,9 +65,19 @@ public struct PostgresEventStore: EventStore {
         }
         var results = [Result<IngestReceipt, any Error>?](repeating: nil, count: events.count)
         do {
-            let stored = try await insert(firstOccurrences.map { events[$0] }, on: connection, wakePayload: wakePayload, logger: logger)
+            var fresh = firstOccurrences
             var storedBefore = repeated
-            for index in firstOccurrences {
+            let stored: [String: Int64]
+            do {
+                stored = try await insert(fresh.map { events[$0] }, on: connection, wakePayload: wakePayload, logger: logger)
+            } catch let error as PSQLError where error.isUniqueViolation(constraint: "events_pkey") {
+                // Retries among them: those are answered from their rows below; the rest go again.
+                let existing = try await storedRows(ids: fresh.map { events[$0].id }, on: connection, logger: logger)
+                storedBefore += fresh.filter { existing[events[$0].id] != nil }
+                fresh.removeAll { existing[events[$0].id] != nil }
+                stored = fresh.isEmpty ? [:] : try await insert(fresh.map { events[$0] }, on: connection, wakePayload: wakePayload, logger: logger)
+            }
+            for index in fresh {
                 if let sequence = stored[events[index].id] {
                     results[index] = .success(IngestReceipt(id: events[index].id, sequence: sequence, isDuplicate: false))
                 } else {
@@ -102,14 +112,14 @@ public struct PostgresEventStore: EventStore {
                 return IngestReceipt(id: event.id, sequence: sequence, isDuplicate: false)
             }
         } catch let error as PSQLError where error.isUniqueViolation(constraint: "events_pkey") {
-            // Stored by another process at the same moment: answered from its row below.
+            // Stored before (a retry), or by another process at the same moment: answered from its row below.
         } catch {
             throw StoreError.wrap(error)
         }
         return try await receiptForExisting(event, on: connection, logger: logger)
     }
 
-    /// Runs `IngestStatement`: the sequence of each event it stored; ids already stored are left out.
+    /// Runs `IngestStatement`: the sequence of each event; an id stored before fails it as a whole.
     private static func insert(
         _ events: [IncomingEvent], on connection: PostgresConnection, wakePayload: String?, logger: Logger
     ) async throws -> [String: Int64] {
