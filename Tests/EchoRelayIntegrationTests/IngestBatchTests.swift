@@ -134,7 +134,9 @@ extension IngestBatchTests {
     /// A request still queued when its wait runs out — the flush ahead of it is stuck on a
     /// row lock — is answered 503 with Retry-After, is never written, and its retry is accepted.
     @Test func aRequestQueuedPastItsDeadlineIsA503StoresNothingAndItsRetryIsAccepted() async throws {
-        try await LiveServer.run(ingestWait: .milliseconds(500)) { server in
+        // Long enough that an ingest on a machine busy with the rest of the suite is not refused
+        // by accident; short enough for a test.
+        try await LiveServer.run(ingestWait: .seconds(4)) { server in
             #expect(try await server.ingest(eventBody(id: "evt_first", userID: "held")).status == 202)
             let queued = eventBody(id: "evt_queued", userID: "free")
             try await server.database.withClient { client in
