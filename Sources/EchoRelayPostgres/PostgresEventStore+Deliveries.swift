@@ -6,45 +6,55 @@ import PostgresNIO
 extension PostgresEventStore: DeliveryStore {
     public func claimDeliveries(owner: String, limit: Int, lease: Duration, perSubscriptionCap: Int) async throws -> [DeliveryTask] {
         do {
-            // Candidates: due, enabled, and for an ordered subscription nothing earlier of the
-            // same user still open for it — neither a pending delivery nor an event of a type
-            // it wants still awaiting verification. Each subscription gets at most its cap,
-            // counting what is already in flight; first tries go before retries.
+            // Each enabled subscription's due deliveries in due order, read from its front
+            // and locked: only heads are due (006_delivery_heads.sql), so this never reads the
+            // backlog parked behind them. An ordered subscription's heads are checked once
+            // more — no earlier pending delivery of the user for it, no earlier event of a type
+            // it wants still awaiting verification — and those still blocked are parked (a
+            // delivery unparked early, or made due by a replay, is parked here). It takes up
+            // to its cap minus what it has in flight, first tries before retries; the window
+            // reads a few more than that, so that parking keeps ahead of delivering.
             let rows = try await client.query("""
-                WITH in_flight AS (
-                    SELECT subscription_id, count(*) AS busy FROM deliveries
-                    WHERE status = 'pending' AND lease_expires_at > now()
+                WITH busy AS (
+                    SELECT subscription_id, count(*) AS n FROM deliveries
+                    WHERE status = 'pending' AND lease_owner IS NOT NULL AND lease_expires_at > now()
                     GROUP BY subscription_id
-                ), candidates AS (
-                    SELECT d.id, d.attempts, d.due_at,
-                           row_number() OVER (PARTITION BY d.subscription_id ORDER BY d.attempts > 0, d.due_at, d.id) AS rank,
-                           coalesce(f.busy, 0) AS busy
-                    FROM deliveries d
-                    JOIN subscriptions s ON s.id = d.subscription_id
-                    LEFT JOIN in_flight f ON f.subscription_id = d.subscription_id
-                    WHERE d.status = 'pending' AND d.due_at <= now() AND s.enabled AND s.deleted_at IS NULL
-                      AND (NOT s.ordered OR (
-                          NOT EXISTS (SELECT 1 FROM deliveries p
-                                      WHERE p.subscription_id = d.subscription_id AND p.user_id = d.user_id
-                                        AND p.sequence < d.sequence AND p.status = 'pending')
-                          AND NOT EXISTS (SELECT 1 FROM events e
-                                          WHERE e.user_id = d.user_id AND e.sequence < d.sequence
-                                            AND e.status = 'pending' AND e.type = ANY (s.event_types))))
+                ), open AS (
+                    SELECT s.id, s.ordered, s.event_types, \(perSubscriptionCap) - coalesce(b.n, 0) AS room
+                    FROM subscriptions s LEFT JOIN busy b ON b.subscription_id = s.id
+                    WHERE s.enabled AND s.deleted_at IS NULL AND coalesce(b.n, 0) < \(perSubscriptionCap)
+                ), due AS (
+                    SELECT d.*, o.room, o.ordered AND (
+                               EXISTS (SELECT 1 FROM deliveries p
+                                       WHERE p.subscription_id = d.subscription_id AND p.user_id = d.user_id
+                                         AND p.sequence < d.sequence AND p.status = 'pending')
+                            OR EXISTS (SELECT 1 FROM events e
+                                       WHERE e.user_id = d.user_id AND e.sequence < d.sequence
+                                         AND e.status = 'pending' AND e.type = ANY (o.event_types))) AS blocked
+                    FROM open o CROSS JOIN LATERAL (
+                        SELECT d.id, d.subscription_id, d.user_id, d.sequence, d.attempts, d.due_at FROM deliveries d
+                        WHERE d.subscription_id = o.id AND d.status = 'pending' AND d.parked_at IS NULL AND d.due_at <= now()
+                        ORDER BY d.due_at
+                        LIMIT o.room + 32
+                        FOR UPDATE SKIP LOCKED
+                    ) d
+                ), parked AS (
+                    UPDATE deliveries d SET parked_at = now()
+                    FROM due WHERE d.id = due.id AND due.blocked
                 ), chosen AS (
-                    SELECT id FROM candidates WHERE rank + busy <= \(perSubscriptionCap)
+                    SELECT id FROM (SELECT id, attempts, due_at, room,
+                                           row_number() OVER (PARTITION BY subscription_id ORDER BY attempts > 0, due_at) AS rank
+                                    FROM due WHERE NOT blocked) ranked
+                    WHERE rank <= room
                     ORDER BY attempts > 0, due_at LIMIT \(limit)
-                ), locked AS (
-                    SELECT d.id FROM deliveries d
-                    WHERE d.id IN (SELECT id FROM chosen) AND d.status = 'pending' AND d.due_at <= now()
-                    FOR UPDATE SKIP LOCKED
                 )
                 UPDATE deliveries AS d
                 SET lease_owner = \(owner),
                     lease_expires_at = now() + make_interval(secs => \(lease.seconds)),
                     due_at = now() + make_interval(secs => \(lease.seconds)),
                     attempts = d.attempts + 1
-                FROM locked, events AS e, subscriptions AS s
-                WHERE d.id = locked.id AND e.id = d.event_id AND s.id = d.subscription_id
+                FROM chosen, events AS e, subscriptions AS s
+                WHERE d.id = chosen.id AND e.id = d.event_id AND s.id = d.subscription_id
                 RETURNING d.id, d.event_id, d.subscription_id, d.webhook_id, d.attempts, s.url, s.secret,
                           CASE WHEN s.previous_secret_expires_at > now() THEN s.previous_secret END,
                           e.type, e.user_id, e.sequence, e.occurred_at, coalesce(e.verified_at, e.decided_at, now()),
@@ -105,7 +115,7 @@ extension PostgresEventStore: DeliveryStore {
                 SELECT * FROM jsonb_to_recordset(\(rows)::jsonb) AS x(
                     position int, delivery_id bigint, owner text, status text, delay float8, started_at float8,
                     duration_ms int, status_code int, error_kind text, error text, response_head text,
-                    subscription_id text, effect text, gone_reason text, overdue float8)
+                    subscription_id text, user_id text, effect text, gone_reason text, overdue float8)
             ), updated AS (
                 UPDATE deliveries d
                 SET status = x.status, due_at = now() + make_interval(secs => x.delay),
@@ -122,6 +132,21 @@ extension PostgresEventStore: DeliveryStore {
                 INSERT INTO delivery_attempts (delivery_id, started_at, duration_ms, status_code, error_kind, error, response_head)
                 SELECT delivery_id, to_timestamp(started_at), duration_ms, status_code, error_kind, error, response_head
                 FROM kept ORDER BY position
+            ), unparked AS (
+                -- A delivery final now lets the next one of its queue go, if it was parked
+                -- behind it (the claim parks it again if something else still blocks it).
+                UPDATE deliveries d SET parked_at = NULL, due_at = now()
+                FROM (SELECT DISTINCT subscription_id, user_id FROM kept WHERE status <> 'pending') q
+                CROSS JOIN LATERAL (
+                    SELECT p.id FROM deliveries p
+                    WHERE p.user_id = q.user_id AND p.subscription_id = q.subscription_id
+                      AND p.status = 'pending' AND p.parked_at IS NOT NULL
+                    ORDER BY p.sequence LIMIT 1) head
+                WHERE d.id = head.id
+                  AND NOT EXISTS (SELECT 1 FROM deliveries p
+                                  WHERE p.subscription_id = d.subscription_id AND p.user_id = d.user_id
+                                    AND p.sequence < d.sequence AND p.status = 'pending'
+                                    AND p.id NOT IN (SELECT delivery_id FROM kept WHERE status <> 'pending'))
             ), summary AS (
                 SELECT subscription_id,
                        bool_or(effect = 'succeeded') AS any_success,
@@ -170,6 +195,30 @@ extension PostgresEventStore: DeliveryStore {
             SELECT position FROM updated
             """, logger: logger)
         return try await positions(result)
+    }
+
+    public func unparkStrandedDeliveries(parkedSince: Date?) async throws -> Int {
+        do {
+            let rows = try await client.query("""
+                UPDATE deliveries d SET parked_at = NULL, due_at = now()
+                FROM (SELECT p.id FROM deliveries p JOIN subscriptions s ON s.id = p.subscription_id
+                      WHERE p.status = 'pending' AND p.parked_at IS NOT NULL
+                        AND p.parked_at >= coalesce(\(parkedSince)::timestamptz, '-infinity')
+                        AND NOT (s.ordered AND (
+                                EXISTS (SELECT 1 FROM deliveries b
+                                        WHERE b.subscription_id = p.subscription_id AND b.user_id = p.user_id
+                                          AND b.sequence < p.sequence AND b.status = 'pending')
+                             OR EXISTS (SELECT 1 FROM events e
+                                        WHERE e.user_id = p.user_id AND e.sequence < p.sequence
+                                          AND e.status = 'pending' AND e.type = ANY (s.event_types))))
+                      FOR UPDATE OF p SKIP LOCKED) free
+                WHERE d.id = free.id
+                RETURNING d.id
+                """, logger: logger)
+            return try await rows.collect().count
+        } catch {
+            throw StoreError.wrap(error)
+        }
     }
 
     public func releaseDelivery(_ task: DeliveryTask, owner: String) async throws {
@@ -243,6 +292,7 @@ struct RecordedAttempt: Sendable {
         let error: String?
         let response_head: String?
         let subscription_id: String
+        let user_id: String
         /// What the attempt does to its subscription: succeeded, failed, or gone (a 410).
         let effect: String
         let gone_reason: String?
@@ -253,6 +303,7 @@ struct RecordedAttempt: Sendable {
             delivery_id = recorded.task.deliveryID
             owner = recorded.owner
             subscription_id = recorded.task.subscriptionID
+            user_id = recorded.task.userID
             status = recorded.next.status.rawValue
             delay = recorded.next.retryDelay.seconds
             (effect, gone_reason) = switch recorded.next {

@@ -122,12 +122,39 @@ extension PostgresEventStore {
                     updated_at = now()
                 WHERE users.last_sequence < EXCLUDED.last_sequence
             ), fanned_out AS (
-                INSERT INTO deliveries (event_id, subscription_id, user_id, sequence, webhook_id)
-                SELECT f.event_id, s.id, f.user_id, f.sequence, 'msg_' || substr(md5(f.event_id || '/' || s.id), 1, 26)
+                -- Parked behind an earlier pending delivery of the queue, or an earlier event
+                -- of a wanted type still awaiting verification (this round's are final).
+                INSERT INTO deliveries (event_id, subscription_id, user_id, sequence, webhook_id, parked_at)
+                SELECT f.event_id, s.id, f.user_id, f.sequence, 'msg_' || substr(md5(f.event_id || '/' || s.id), 1, 26),
+                       CASE WHEN s.ordered AND (
+                                EXISTS (SELECT 1 FROM deliveries p
+                                        WHERE p.subscription_id = s.id AND p.user_id = f.user_id
+                                          AND p.sequence < f.sequence AND p.status = 'pending')
+                             OR EXISTS (SELECT 1 FROM events e
+                                        WHERE e.user_id = f.user_id AND e.sequence < f.sequence AND e.status = 'pending'
+                                          AND e.type = ANY (s.event_types)
+                                          AND e.id NOT IN (SELECT event_id FROM finished)))
+                            THEN now() END
                 FROM finished f JOIN subscriptions s
                   ON s.enabled AND s.deleted_at IS NULL AND f.type = ANY (s.event_types)
                 WHERE f.verified
                 ON CONFLICT (event_id, subscription_id) WHERE replay_id IS NULL DO NOTHING
+            ), unparked AS (
+                -- These events are final now: each queue of their users whose head was parked
+                -- behind one of them may go on (the claim parks it again if it is still blocked).
+                UPDATE deliveries d SET parked_at = NULL, due_at = now()
+                FROM (SELECT DISTINCT user_id FROM finished) u
+                CROSS JOIN LATERAL (
+                    SELECT h.id FROM subscriptions s CROSS JOIN LATERAL (
+                        SELECT p.id FROM deliveries p
+                        WHERE p.user_id = u.user_id AND p.subscription_id = s.id
+                          AND p.status = 'pending' AND p.parked_at IS NOT NULL
+                        ORDER BY p.sequence LIMIT 1) h
+                    WHERE s.ordered AND s.deleted_at IS NULL) head
+                WHERE d.id = head.id
+                  AND NOT EXISTS (SELECT 1 FROM deliveries p
+                                  WHERE p.subscription_id = d.subscription_id AND p.user_id = d.user_id
+                                    AND p.sequence < d.sequence AND p.status = 'pending')
             )
             SELECT position FROM kept
             """, logger: logger)

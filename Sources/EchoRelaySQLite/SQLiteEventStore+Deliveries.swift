@@ -26,8 +26,8 @@ extension SQLiteEventStore {
         }, db: db)
     }
 
-    /// Inserts deliveries, due now, a few hundred per statement. An original delivery that
-    /// exists already is left as it is.
+    /// Inserts deliveries, due now unless they must wait behind an earlier one (parked), a
+    /// few hundred per statement. An original delivery that exists already is left as it is.
     static func insertDeliveries(_ deliveries: [NewDelivery], db: SQLiteDB) async throws {
         for start in stride(from: 0, to: deliveries.count, by: 500) {
             let chunk = deliveries[start..<min(start + 500, deliveries.count)]
@@ -41,44 +41,56 @@ extension SQLiteEventStore {
                           delivery.webhookID, delivery.replayID]
             }
             let values = tuples.joined(separator: ", ")
-            try await db.run("""
+            let inserted = try await db.rows("""
                 INSERT INTO deliveries (event_id, subscription_id, user_id, sequence, webhook_id, replay_id, due_at, created_at)
                 VALUES \(values)
                 ON CONFLICT (event_id, subscription_id) WHERE replay_id IS NULL DO NOTHING
-                """, binds)
+                RETURNING id
+                """, binds).map { try $0.int64(0) }
+            try await parkBlocked(ids: inserted, db: db)
         }
     }
 
     public func claimDeliveries(owner: String, limit: Int, lease: Duration, perSubscriptionCap: Int) async throws -> [DeliveryTask] {
         try await session.write { db in
-            // Candidates: due, enabled, and for an ordered subscription nothing earlier of the
-            // same user still open for it — neither a pending delivery nor an event of a type
-            // it wants still awaiting verification. Each subscription gets at most its cap,
-            // counting what is already in flight; first tries go before retries.
-            let chosen = try await db.rows("""
-                WITH in_flight AS (
-                    SELECT subscription_id, count(*) AS busy FROM deliveries
-                    WHERE status = 'pending' AND lease_expires_at > ?1
-                    GROUP BY subscription_id
-                ), candidates AS (
-                    SELECT d.id, d.attempts, d.due_at,
-                           row_number() OVER (PARTITION BY d.subscription_id ORDER BY d.attempts > 0, d.due_at, d.id) AS rank,
-                           coalesce(f.busy, 0) AS busy
-                    FROM deliveries d
-                    JOIN subscriptions s ON s.id = d.subscription_id
-                    LEFT JOIN in_flight f ON f.subscription_id = d.subscription_id
-                    WHERE d.status = 'pending' AND d.due_at <= ?1 AND s.enabled = 1 AND s.deleted_at IS NULL
-                      AND (s.ordered = 0 OR (
-                          NOT EXISTS (SELECT 1 FROM deliveries p
-                                      WHERE p.subscription_id = d.subscription_id AND p.user_id = d.user_id
-                                        AND p.sequence < d.sequence AND p.status = 'pending')
-                          AND NOT EXISTS (SELECT 1 FROM events e
-                                          WHERE e.user_id = d.user_id AND e.sequence < d.sequence AND e.status = 'pending'
-                                            AND e.type IN (SELECT value FROM json_each(s.event_types)))))
-                )
-                SELECT id FROM candidates WHERE rank + busy <= ?2
-                ORDER BY attempts > 0, due_at, id LIMIT ?3
-                """, [db.now, perSubscriptionCap, limit]).map { try $0.int64(0) }
+            // Each enabled subscription's due deliveries in due order, read from its front:
+            // only heads are due, so this never reads the backlog parked behind them. Those
+            // still blocked (made due by a replay or a redrive) are parked here. Each takes up
+            // to its cap minus what it has in flight; first tries go before retries.
+            let open = try await db.rows("""
+                SELECT s.id, ?2 - (SELECT count(*) FROM deliveries b
+                                   WHERE b.subscription_id = s.id AND b.status = 'pending'
+                                     AND b.lease_owner IS NOT NULL AND b.lease_expires_at > ?1)
+                FROM subscriptions s WHERE s.enabled = 1 AND s.deleted_at IS NULL
+                """, [db.now, perSubscriptionCap]).map { (try $0.string(0), try $0.int(1)) }
+            var candidates: [(id: Int64, retry: Bool, dueAt: Int64)] = []
+            var blocked: [Int64] = []
+            for (subscriptionID, room) in open where room > 0 {
+                var taken = 0
+                for row in try await db.rows("""
+                    SELECT d.id, d.attempts > 0, d.due_at, \(Self.blocked)
+                    FROM deliveries d JOIN subscriptions s ON s.id = d.subscription_id
+                    WHERE d.subscription_id = ?1 AND d.status = 'pending' AND d.parked_at IS NULL AND d.due_at <= ?2
+                    ORDER BY d.due_at LIMIT ?3
+                    """, [subscriptionID, db.now, room + 32]) {
+                    if try row.int(3) != 0 {
+                        blocked.append(try row.int64(0))
+                    } else {
+                        candidates.append((try row.int64(0), try row.int(1) != 0, try row.int64(2)))
+                        taken += 1
+                    }
+                }
+                // First tries before retries within the subscription, then its cap.
+                let mine = candidates.suffix(taken).sorted { ($0.retry ? 1 : 0, $0.dueAt) < ($1.retry ? 1 : 0, $1.dueAt) }
+                candidates.removeLast(taken)
+                candidates += mine.prefix(room)
+            }
+            if !blocked.isEmpty {
+                try await db.run("UPDATE deliveries SET parked_at = ?1 WHERE id IN (SELECT value FROM json_each(?2))",
+                                 [db.now, JSONText(.array(blocked.map(JSONValue.integer)))])
+            }
+            let chosen = candidates.sorted { ($0.retry ? 1 : 0, $0.dueAt, $0.id) < ($1.retry ? 1 : 0, $1.dueAt, $1.id) }
+                .prefix(limit).map(\.id)
             guard !chosen.isEmpty else { return [] }
             let ids = JSONText(.array(chosen.map(JSONValue.integer)))
             let leaseEnd = db.now + lease.microseconds
@@ -130,6 +142,10 @@ extension SQLiteEventStore {
                 RETURNING id
                 """, [status, db.now + delay.microseconds, db.now, task.deliveryID, owner]).count
             guard updated == 1 else { return false }
+            if next.status != .pending {
+                // Final now: the next delivery of its queue may go, if it was parked behind it.
+                try await Self.unparkHeads(userID: task.userID, subscriptionID: task.subscriptionID, db: db)
+            }
 
             let milliseconds = Int(Double(attempt.duration.microseconds) / 1000)
             try await db.run("""

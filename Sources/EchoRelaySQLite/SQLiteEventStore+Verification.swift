@@ -91,6 +91,8 @@ extension SQLiteEventStore {
                 """, [task.userID, state.rawValue, phone, task.sequence, task.occurredAt, db.now])
             try await Self.fanOut(task, db: db)
         }
+        // The event is final now: the user's queues parked behind it may go on.
+        try await Self.unparkHeads(userID: task.userID, subscriptionID: nil, db: db)
         return true
     }
 }

@@ -54,11 +54,14 @@ public struct DeliveryWorker: Service, CustomStringConvertible {
             await ready.wait()
             let loop = WorkLoop(concurrency: configuration.concurrency, pollInterval: configuration.pollInterval,
                             shutdownGrace: configuration.shutdownGrace, wake: wake, logger: logger)
-            await loop.run(until: { stopping.isSet }) { free in
-                try await store.claimDeliveries(owner: owner, limit: free, lease: configuration.lease,
-                                                perSubscriptionCap: configuration.perSubscriptionConcurrency)
-            } process: { task in
-                await deliver(task, client: client)
+            await withDiscardingTaskGroup { group in
+                group.addTask { await sweepParked(until: { stopping.isSet }) }
+                await loop.run(until: { stopping.isSet }) { free in
+                    try await store.claimDeliveries(owner: owner, limit: free, lease: configuration.lease,
+                                                    perSubscriptionCap: configuration.perSubscriptionConcurrency)
+                } process: { task in
+                    await deliver(task, client: client)
+                }
             }
         } onGracefulShutdown: {
             stopping.set()
@@ -68,7 +71,35 @@ public struct DeliveryWorker: Service, CustomStringConvertible {
         await client.shutdown()
     }
 
-    func deliver(_ task: DeliveryTask, client: WebhookClient) async {
+    /// The safety net of parking (`DeliveryStore.unparkStrandedDeliveries`): every poll
+    /// interval it looks at what was parked lately, which is where a park that raced with its
+    /// blocker's end is found; every `fullSweepEvery` at all that is parked.
+    func sweepParked(until stopped: @escaping @Sendable () -> Bool) async {
+        let fullSweepEvery = 60
+        var round = 0
+        while !stopped(), !Task.isCancelled {
+            try? await Task.sleep(for: configuration.pollInterval)
+            guard !stopped(), !Task.isCancelled else { return }
+            round += 1
+            let since = round % fullSweepEvery == 0 ? nil : Date(timeIntervalSinceNow: -Self.parkRaceWindow)
+            do {
+                let unparked = try await store.unparkStrandedDeliveries(parkedSince: since)
+                if unparked > 0 {
+                    logger.notice("unparked deliveries whose queue could go on", metadata: ["deliveries": "\(unparked)"])
+                    wake.wake()
+                }
+            } catch {
+                logger.warning("looking for stranded parked deliveries failed", metadata: ["error": "\(error)"])
+            }
+        }
+    }
+
+    /// How far back the frequent sweep looks: longer than any statement that parks a delivery takes.
+    static let parkRaceWindow: TimeInterval = 30
+
+    /// Sends one delivery and records the attempt. True when the delivery became final, so the
+    /// next one of its queue, parked behind it, may be due now.
+    func deliver(_ task: DeliveryTask, client: WebhookClient) async -> Bool {
         var logger = self.logger
         logger[metadataKey: "event.id"] = "\(task.eventID)"
         logger[metadataKey: "user.id"] = "\(task.userID)"
@@ -87,7 +118,7 @@ public struct DeliveryWorker: Service, CustomStringConvertible {
         }
         if Task.isCancelled {
             await Task { try? await store.releaseDelivery(task, owner: owner) }.value
-            return
+            return false
         }
 
         let result: DeliveryAttemptResult
@@ -108,11 +139,11 @@ public struct DeliveryWorker: Service, CustomStringConvertible {
             guard try await store.recordDeliveryAttempt(task, owner: owner, attempt: attempt, next: next,
                                                         disableAfter: configuration.disableAfter) else {
                 logger.warning("lease lost before the attempt was recorded; another worker has the delivery")
-                return
+                return false
             }
         } catch {
             logger.error("recording the delivery attempt failed", metadata: ["error": "\(error)"])
-            return
+            return false
         }
         metrics.deliveryAttempted(outcome: next.outcome, duration: attempt.duration)
         switch next {
@@ -129,7 +160,7 @@ public struct DeliveryWorker: Service, CustomStringConvertible {
                 "subscription.disabled": "\(disabled ?? "no")",
             ])
         }
-        wake.wake()  // the next event of this user may now be due
+        return next.status != .pending
     }
 
     /// Standard Webhooks headers: a stable id, a fresh timestamp and one signature per active secret.

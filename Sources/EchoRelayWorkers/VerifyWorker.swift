@@ -80,6 +80,7 @@ public struct VerifyWorker: Service, CustomStringConvertible {
             try await store.claimVerifications(owner: owner, limit: free, lease: configuration.lease)
         } process: { task in
             await process(task, client: client)
+            return false  // its deliveries wake the delivery workers (`deliveriesCreated`), not this loop
         }
     }
 

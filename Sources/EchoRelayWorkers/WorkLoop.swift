@@ -4,8 +4,10 @@ import Synchronization
 
 /// The claim-and-process loop both workers share: keeps up to `concurrency` items in
 /// flight, claims as many as there are free slots in one batch once at least a quarter of
-/// the slots are free, and when nothing is due
-/// waits for a wake-up or the poll interval. Once stopped, in-flight items get
+/// the slots are free, and when nothing is due waits for a wake-up or the poll interval.
+/// A finished item wakes it only when there may be something to claim: the last claim came
+/// back full, or the item made more work due (`process` returns true), as River's producer
+/// fetches again only after a full fetch. Once stopped, in-flight items get
 /// `shutdownGrace` to finish; then they are cancelled, and each hands its item back.
 struct WorkLoop: Sendable {
     let concurrency: Int
@@ -17,9 +19,10 @@ struct WorkLoop: Sendable {
     func run<Item: Sendable>(
         until stopped: @escaping @Sendable () -> Bool,
         claim: @escaping @Sendable (Int) async throws -> [Item],
-        process: @escaping @Sendable (Item) async -> Void
+        process: @escaping @Sendable (Item) async -> Bool
     ) async {
         let inFlight = Counter()
+        let lastClaimFull = Switch()
         var failures = 0
         await withDiscardingTaskGroup { group in
             while !Task.isCancelled, !stopped() {
@@ -31,12 +34,13 @@ struct WorkLoop: Sendable {
                     do {
                         let items = try await unlessStopped(stopped) { try await claim(free) }
                         failures = 0
+                        lastClaimFull.isOn = items.count == free
                         for item in items {
                             inFlight.add(1)
                             group.addTask {
-                                await process(item)
+                                let madeWorkDue = await process(item)
                                 inFlight.add(-1)
-                                wake.wake()
+                                if madeWorkDue || lastClaimFull.isOn || stopped() { wake.wake() }
                             }
                         }
                         if items.count == free { continue }  // there may be more due right now
@@ -86,6 +90,15 @@ final class Counter: Sendable {
     private let count = Mutex(0)
     var value: Int { count.withLock { $0 } }
     func add(_ delta: Int) { count.withLock { $0 += delta } }
+}
+
+/// A flag turned on and off from any task.
+final class Switch: Sendable {
+    private let state = Mutex(false)
+    var isOn: Bool {
+        get { state.withLock { $0 } }
+        set { state.withLock { $0 = newValue } }
+    }
 }
 
 /// A flag set once, from any task.

@@ -178,6 +178,11 @@ public protocol DeliveryStore: Sendable {
     /// A failure older than `disableAfter` since the last success disables the subscription.
     func recordDeliveryAttempt(_ task: DeliveryTask, owner: String, attempt: DeliveryAttempt, next: DeliveryNext,
                                disableAfter: Duration) async throws -> Bool
+    /// The safety net of parking (only a queue's head is due): unparks the parked deliveries
+    /// that nothing blocks any more, parked since `parkedSince` (nil: all of them). A park
+    /// that raced with its blocker becoming final in another transaction is found here.
+    /// Returns how many it unparked.
+    func unparkStrandedDeliveries(parkedSince: Date?) async throws -> Int
     /// Gives a claimed delivery back at once without counting the try.
     func releaseDelivery(_ task: DeliveryTask, owner: String) async throws
     func deliveries(eventID: String) async throws -> [DeliveryRecord]
