@@ -54,6 +54,23 @@ import TestSupport
         }
     }
 
+    @Test func everySubscriptionOfAnEventGetsTheSameBodySignedWithItsOwnSecret() async throws {
+        try await EchoFixture.run { f in
+            try await StandInSubscriber().run { subscriber in
+                let first = try #require(try await f.subscribe(url: subscriber.url("/first"))["secret"] as? String)
+                let second = try #require(try await f.subscribe(url: subscriber.url("/second"))["secret"] as? String)
+                subscriber.setSecrets([first, second])
+                try await f.pushVerified("token.rotated", userID: "150", session: try f.session("150"))
+                let received = try await subscriber.waitForDeliveries(count: 2, within: .seconds(20))
+                let byPath = Dictionary(uniqueKeysWithValues: received.map { ($0.path, $0) })
+                let one = try #require(byPath["/first"]), other = try #require(byPath["/second"])
+                #expect(one.body == other.body)
+                #expect(one.webhookID != other.webhookID)
+                #expect(one.signedBy == [first] && other.signedBy == [second])
+            }
+        }
+    }
+
     @Test func onlyMatchingEnabledSubscriptionsReceiveAnEvent() async throws {
         try await EchoFixture.run { f in
             try await StandInSubscriber().run { subscriber in
