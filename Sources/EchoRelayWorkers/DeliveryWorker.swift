@@ -40,6 +40,7 @@ public struct DeliveryWorker: Service, CustomStringConvertible {
     /// Parsed signing keys by secret. A rotation makes a new secret, so an entry is never stale.
     let signingKeys = BoundedCache<Secret, WebhookSecret>(capacity: 256)
     let addressChecks = AddressChecks(policy: SubscriberURLPolicy(allowPrivate: false))
+    let summary = DeliverySummary()
 
     public init(store: any DeliveryStore, wake: WakeSignal, configuration: DeliveryWorkerConfiguration, owner: String,
                 ready: Gate = Gate(open: true), metrics: RelayMetrics = RelayMetrics(), logger: Logger) {
@@ -121,6 +122,7 @@ public struct DeliveryWorker: Service, CustomStringConvertible {
             return
         }
         metrics.deliveryAttempted(outcome: next.outcome, duration: attempt.duration)
+        summary.count(next, logger: self.logger)
         switch next {
         case .delivered:
             logger.debug("delivered", metadata: ["http.status": "\(answer.statusCode ?? 0)"])
