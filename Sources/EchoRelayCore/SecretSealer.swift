@@ -17,6 +17,17 @@ public struct SecretSealer: Sendable {
 
     let keys: [Key]
 
+    /// Opened signing secrets by row and sealed value. Claims open the same few secrets over
+    /// and over; a rotation (or a reseal) stores a new sealed value, with a fresh nonce, so an
+    /// entry is never stale. The row is part of the key because a sealed value opens only on
+    /// its own row. Held in memory only, as the secrets of the deliveries in flight are.
+    let opened = BoundedCache<SealedValue, Secret>(capacity: 1024)
+
+    struct SealedValue: Hashable, Sendable {
+        let subscriptionID: String
+        let stored: String
+    }
+
     /// The key that seals, by its id (safe to log).
     public var sealingKeyID: String { keys[0].id }
     /// Every key's id, the sealing one first.
@@ -86,12 +97,16 @@ public struct SecretSealer: Sendable {
         try sealer?.seal(secret, subscriptionID: subscriptionID) ?? secret
     }
 
-    /// A delivery's signing secrets as a store keeps them, opened: the current one, then the previous.
+    /// A delivery's signing secrets as a store keeps them, opened: the current one, then the
+    /// previous. Sealed values are opened once each (see `opened`); failures are not kept.
     public static func signingSecrets(
         _ current: String, _ previous: String?, subscriptionID: String, with sealer: SecretSealer?
     ) throws(SecretSealerError) -> [Secret] {
         try ([current] + (previous.map { [$0] } ?? [])).map { stored throws(SecretSealerError) in
-            Secret(try open(stored, subscriptionID: subscriptionID, with: sealer))
+            guard let sealer, isSealed(stored) else { return Secret(try open(stored, subscriptionID: subscriptionID, with: sealer)) }
+            return try sealer.opened.value(for: SealedValue(subscriptionID: subscriptionID, stored: stored)) { () throws(SecretSealerError) in
+                Secret(try sealer.open(stored, subscriptionID: subscriptionID))
+            }
         }
     }
 

@@ -35,6 +35,12 @@ public struct DeliveryWorker: Service, CustomStringConvertible {
     let ready: Gate
     let metrics: RelayMetrics
     let logger: Logger
+    /// Bodies by what they say: every subscription of an event gets the same one.
+    let bodies = BoundedCache<DeliveryBody, [UInt8]>(capacity: 256)
+    /// Parsed signing keys by secret. A rotation makes a new secret, so an entry is never stale.
+    let signingKeys = BoundedCache<Secret, WebhookSecret>(capacity: 256)
+    let addressChecks = AddressChecks(policy: SubscriberURLPolicy(allowPrivate: false))
+    let summary = DeliverySummary()
 
     public init(store: any DeliveryStore, wake: WakeSignal, configuration: DeliveryWorkerConfiguration, owner: String,
                 ready: Gate = Gate(open: true), metrics: RelayMetrics = RelayMetrics(), logger: Logger) {
@@ -113,7 +119,8 @@ public struct DeliveryWorker: Service, CustomStringConvertible {
         if let refusal = await addressRefusal(task.url) {
             answer = refusal
         } else {
-            let body = task.body()
+            let content = DeliveryBody(task)
+            let body = bodies.value(for: content) { content.bytes() }
             answer = await client.post(url: task.url, headers: headers(for: task, body: body), body: body)
         }
         if Task.isCancelled {
@@ -146,9 +153,10 @@ public struct DeliveryWorker: Service, CustomStringConvertible {
             return false
         }
         metrics.deliveryAttempted(outcome: next.outcome, duration: attempt.duration)
+        summary.count(next, logger: self.logger)
         switch next {
         case .delivered:
-            logger.info("delivered", metadata: ["http.status": "\(answer.statusCode ?? 0)"])
+            logger.debug("delivered", metadata: ["http.status": "\(answer.statusCode ?? 0)"])
         case .retry(let delay):
             logger.notice("delivery failed, will retry", metadata: [
                 "http.status": "\(answer.statusCode.map(String.init) ?? "none")", "error": "\(answer.error ?? "")",
@@ -166,7 +174,9 @@ public struct DeliveryWorker: Service, CustomStringConvertible {
     /// Standard Webhooks headers: a stable id, a fresh timestamp and one signature per active secret.
     func headers(for task: DeliveryTask, body: [UInt8]) -> [(String, String)] {
         let timestamp = Int64(Date().timeIntervalSince1970)
-        let secrets = task.secrets.compactMap { try? WebhookSecret($0.revealed) }
+        let secrets = task.secrets.compactMap { secret in
+            try? signingKeys.value(for: secret) { () throws(WebhookSecretError) in try WebhookSecret(secret.revealed) }
+        }
         return [
             ("Content-Type", "application/json"),
             ("User-Agent", "EchoRelay/\(EchoRelayInfo.version)"),
@@ -177,14 +187,14 @@ public struct DeliveryWorker: Service, CustomStringConvertible {
         ]
     }
 
-    /// Re-checks the subscriber's address right before sending (DNS rebinding).
+    /// Re-checks the subscriber's address before sending (DNS rebinding), at most every few
+    /// seconds per host (`AddressChecks`).
     private func addressRefusal(_ url: String) async -> WebhookClient.Answer? {
         guard !configuration.allowPrivateSubscribers else { return nil }
-        let policy = SubscriberURLPolicy(allowPrivate: false)
         guard let host = URLComponents(string: url)?.host else {
             return .init(errorKind: .refusedAddress, error: "the subscription URL has no host")
         }
-        switch await AddressResolver.check(host: host, policy: policy) {
+        switch await addressChecks.check(host: host) {
         case .success: return nil
         case .failure(let problem):
             let kind: DeliveryErrorKind = problem.reason.contains("resolve") ? .dns : .refusedAddress

@@ -24,26 +24,17 @@ public final class EchoClient: Sendable {
     }
 
     public func send(_ target: EchoTarget) async -> EchoAnswer {
-        var request = HTTPClientRequest(url: target.url)
-        request.method = .GET
-        request.headers.add(name: "Authorization", value: target.authorization.revealed)
-        request.headers.add(name: "Accept", value: "application/json")
-        request.headers.add(name: "User-Agent", value: "EchoRelay/\(EchoRelayInfo.version)")
+        var headers = HTTPHeaders()
+        headers.add(name: "Authorization", value: target.authorization.revealed)
+        headers.add(name: "Accept", value: "application/json")
+        headers.add(name: "User-Agent", value: "EchoRelay/\(EchoRelayInfo.version)")
         do {
-            return try await withTimeout(timeout) { [http, request] in
-                let response = try await http.execute(request, deadline: .now() + .init(self.timeout))
-                let status = Int(response.status.code)
-                do {
-                    let body = try await response.body.collect(upTo: Self.maximumAnswerSize)
-                    return .response(status: status, body: Array(body.readableBytesView))
-                } catch is NIOTooManyBytesError {
-                    // Too long to read is unreadable: the status stands, the body does not.
-                    return .response(status: status, body: [])
-                }
-            }
-        } catch let error as TimeoutError {
-            return .noAnswer(error.description)
+            let request = try HTTPClient.Request(url: target.url, method: .GET, headers: headers)
+            let answer = try await BoundedExchange(http: http).send(request, keep: Self.maximumAnswerSize, timeout: timeout)
+            // Too long to read is unreadable: the status stands, the body does not.
+            return .response(status: answer.status, body: answer.truncated ? [] : answer.body)
         } catch let error as HTTPClientError {
+            if error == .deadlineExceeded || error == .readTimeout { return .noAnswer("timed out after \(timeout)") }
             return .noAnswer("\(error)")
         } catch {
             return .noAnswer(String(describing: type(of: error)))

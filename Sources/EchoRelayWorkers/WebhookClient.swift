@@ -31,33 +31,24 @@ final class WebhookClient: Sendable {
     }
 
     func post(url: String, headers: [(String, String)], body: [UInt8]) async -> Answer {
-        var request = HTTPClientRequest(url: url)
-        request.method = .POST
-        for (name, value) in headers { request.headers.add(name: name, value: value) }
-        request.body = .bytes(ByteBuffer(bytes: body))
         do {
-            return try await withTimeout(timeout) { [http, request, timeout] in
-                let response = try await http.execute(request, deadline: .now() + .init(timeout))
-                var head: [UInt8] = []
-                // Keep the first bytes; read (and drop) the rest so the connection can be reused.
-                for try await chunk in response.body where head.count < Self.responseHeadSize {
-                    head += chunk.readableBytesView.prefix(Self.responseHeadSize - head.count)
-                }
-                let status = Int(response.status.code)
-                return Answer(
-                    statusCode: status, retryAfter: response.headers.first(name: "Retry-After"),
-                    responseHead: String(decoding: head, as: UTF8.self),
-                    errorKind: (200..<300).contains(status) ? nil : .status,
-                    error: (200..<300).contains(status) ? nil : "answered \(status)"
-                )
-            }
+            var fields = HTTPHeaders()
+            for (name, value) in headers { fields.add(name: name, value: value) }
+            let request = try HTTPClient.Request(url: url, method: .POST, headers: fields, body: .bytes(body))
+            let response = try await BoundedExchange(http: http).send(request, keep: Self.responseHeadSize, timeout: timeout)
+            let status = response.status
+            return Answer(
+                statusCode: status, retryAfter: response.headers.first(name: "Retry-After"),
+                responseHead: String(decoding: response.body, as: UTF8.self),
+                errorKind: (200..<300).contains(status) ? nil : .status,
+                error: (200..<300).contains(status) ? nil : "answered \(status)"
+            )
         } catch {
             return Answer(errorKind: Self.kind(of: error), error: Self.describe(error))
         }
     }
 
     static func kind(of error: any Error) -> DeliveryErrorKind {
-        if error is TimeoutError { return .timeout }
         if let error = error as? HTTPClientError {
             switch error {
             case .connectTimeout, .readTimeout, .deadlineExceeded, .writeTimeout: return .timeout
@@ -74,8 +65,9 @@ final class WebhookClient: Sendable {
     }
 
     static func describe(_ error: any Error) -> String {
-        if error is TimeoutError { return "no answer within the delivery timeout" }
-        if let error = error as? HTTPClientError { return "\(error)" }
+        if let error = error as? HTTPClientError {
+            return error == .deadlineExceeded || error == .readTimeout ? "no answer within the delivery timeout" : "\(error)"
+        }
         if let error = error as? NIOConnectionError {
             return error.dnsAAAAError != nil || error.dnsAError != nil ? "the host does not resolve" : "could not connect"
         }

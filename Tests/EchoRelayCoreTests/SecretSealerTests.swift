@@ -1,5 +1,5 @@
 import Crypto
-import EchoRelayCore
+@testable import EchoRelayCore
 import Foundation
 import Testing
 
@@ -103,5 +103,28 @@ import Testing
         #expect(throws: SecretSealerError.cannotOpen(id: sealer.sealingKeyID, subscriptionID: "sub_a")) {
             try sealer.open("v1:\(sealer.sealingKeyID):AAAA", subscriptionID: "sub_a")
         }
+    }
+
+    @Test func signingSecretsOpenEachSealedValueOnceAndOnlyOnItsOwnRow() throws {
+        let sealer = try SecretSealer(keys: SecretSealer.generateKey())
+        let sealed = try sealer.seal(secret, subscriptionID: "sub_a")
+        for _ in 0..<3 {
+            let opened = try SecretSealer.signingSecrets(sealed, nil, subscriptionID: "sub_a", with: sealer)
+            #expect(opened.map(\.revealed) == [secret])
+        }
+        #expect(sealer.opened.count == 1, "opened once, then remembered")
+
+        // Remembered for its row only: the same sealed text on another row still fails.
+        #expect(throws: SecretSealerError.cannotOpen(id: sealer.sealingKeyID, subscriptionID: "sub_b")) {
+            try SecretSealer.signingSecrets(sealed, nil, subscriptionID: "sub_b", with: sealer)
+        }
+
+        // A rotation stores a new sealed value, which is opened afresh beside the previous one.
+        let rotated = "whsec_" + Data(repeating: 9, count: 24).base64EncodedString()
+        let resealed = try sealer.seal(rotated, subscriptionID: "sub_a")
+        let both = try SecretSealer.signingSecrets(resealed, sealed, subscriptionID: "sub_a", with: sealer)
+        #expect(both.map(\.revealed) == [rotated, secret])
+        #expect(sealer.opened.count == 2)
+        #expect(!"\(both)".contains("whsec_"), "opened secrets print redacted")
     }
 }

@@ -54,6 +54,23 @@ import TestSupport
         }
     }
 
+    @Test func everySubscriptionOfAnEventGetsTheSameBodySignedWithItsOwnSecret() async throws {
+        try await EchoFixture.run { f in
+            try await StandInSubscriber().run { subscriber in
+                let first = try #require(try await f.subscribe(url: subscriber.url("/first"))["secret"] as? String)
+                let second = try #require(try await f.subscribe(url: subscriber.url("/second"))["secret"] as? String)
+                subscriber.setSecrets([first, second])
+                try await f.pushVerified("token.rotated", userID: "150", session: try f.session("150"))
+                let received = try await subscriber.waitForDeliveries(count: 2, within: .seconds(20))
+                let byPath = Dictionary(uniqueKeysWithValues: received.map { ($0.path, $0) })
+                let one = try #require(byPath["/first"]), other = try #require(byPath["/second"])
+                #expect(one.body == other.body)
+                #expect(one.webhookID != other.webhookID)
+                #expect(one.signedBy == [first] && other.signedBy == [second])
+            }
+        }
+    }
+
     @Test func onlyMatchingEnabledSubscriptionsReceiveAnEvent() async throws {
         try await EchoFixture.run { f in
             try await StandInSubscriber().run { subscriber in
@@ -221,6 +238,33 @@ import TestSupport
                 for (earlier, later) in zip(times, times.dropFirst()) {
                     #expect(later.timeIntervalSince(earlier) >= 0.35, "a request started while another was in flight")
                 }
+            }
+        }
+    }
+
+    /// A subscriber that never answers, and one that answers at once but never ends its body,
+    /// are both recorded as `timeout` after the delivery timeout (1 s here), not held longer.
+    @Test(arguments: [StandInSubscriber.Answer.hang(.seconds(120)), .trickle(every: .milliseconds(100))])
+    func aSubscriberThatNeverFinishesIsRecordedAsATimeout(answer: StandInSubscriber.Answer) async throws {
+        try await EchoFixture.run(delivery: DeliveryConfiguration(
+            timeout: .seconds(1), retrySchedule: [.seconds(60)], allowPrivateSubscribers: true
+        )) { f in
+            try await StandInSubscriber().run { subscriber in
+                subscriber.defaultAnswer = answer
+                _ = try await f.subscribe(url: subscriber.url())
+                let event = try await f.pushVerified("token.rotated", userID: "950", session: try f.session("950"))
+                var attempts: [[String: Any]] = []
+                let deadline = ContinuousClock.now + .seconds(20)
+                while attempts.isEmpty, ContinuousClock.now < deadline {
+                    try await Task.sleep(for: .milliseconds(100))
+                    attempts = try await f.deliveries(of: event["id"] as! String).first?["attempts"] as? [[String: Any]] ?? []
+                }
+                let attempt = try #require(attempts.first, "no attempt recorded while the subscriber was still busy")
+                #expect(attempt["error_kind"] as? String == "timeout")
+                #expect(attempt["error"] as? String == "no answer within the delivery timeout")
+                let duration = try #require(attempt["duration_ms"] as? Int)
+                #expect(duration >= 900 && duration < 5_000, "the exchange took \(duration) ms with a 1 s timeout")
+                #expect(subscriber.deliveries.count == 1)
             }
         }
     }

@@ -219,6 +219,19 @@ import TestSupport
         }
     }
 
+    @Test func aProviderThatNeverFinishesItsAnswerIsTimedOutAndRetried() async throws {
+        // The status arrives at once and the body never ends: the timeout covers the body too.
+        try await EchoFixture.run(retrySchedule: [.milliseconds(100)], timeout: .seconds(2)) { f in
+            f.provider.addAccount(userID: "1520", phoneNumber: nil)
+            let session = f.provider.issueToken(for: "1520")
+            f.provider.setMode(.trickle)
+            let id = try await f.push("token.rotated", userID: "1520", echo: try f.echo(token: session.token, tokenSecret: session.secret))
+            expectOutcome(try await f.outcome(of: id), "unverifiable", "provider_unavailable")
+            #expect(try await f.provider.waitForRequests(count: 2, within: .seconds(10)).count == 2)
+            f.provider.setMode(.normal)
+        }
+    }
+
     @Test func aProviderOutageFollowedByRecoveryEndsVerified() async throws {
         try await EchoFixture.run(retrySchedule: [.milliseconds(100), .milliseconds(200), .milliseconds(300)]) { f in
             f.provider.addAccount(userID: "1616", phoneNumber: nil)

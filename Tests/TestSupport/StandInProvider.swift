@@ -19,6 +19,9 @@ public final class StandInProvider: Sendable {
         case respond(status: Int, body: String)
         /// Requests get no answer until the mode changes (or 30 s pass).
         case hang
+        /// `200` at once, then one byte of body every 100 ms until the mode changes (or 30 s
+        /// pass): an answer that never finishes.
+        case trickle
         case redirect
     }
 
@@ -149,6 +152,15 @@ public final class StandInProvider: Sendable {
         case .hang:
             await releaseHanging.wait(upTo: .seconds(30))
             return Self.json(503, #"{"errors":[{"code":130,"message":"Over capacity."}]}"#)
+        case .trickle:
+            return Response(status: .ok, body: ResponseBody { writer in
+                let end = ContinuousClock.now + .seconds(30)
+                while self.state.withLock({ $0.mode }) == .trickle, ContinuousClock.now < end {
+                    try await writer.write(ByteBuffer(string: " "))
+                    try await Task.sleep(for: .milliseconds(100))
+                }
+                try await writer.finish(nil)
+            })
         case .redirect:
             return Response(status: .found, headers: [.location: "http://example.invalid/elsewhere"])
         }

@@ -20,14 +20,20 @@ public final class StandInSubscriber: Sendable {
         /// No answer for this long (a slow or stuck receiver), then `defaultAnswer`. Cut short
         /// with `503` when the subscriber stops, so a test's teardown never waits for it.
         case hang(Duration)
+        /// `200` at once, then a body that never ends: one byte every `every` until the
+        /// subscriber stops (a receiver that holds the exchange open past any deadline).
+        case trickle(every: Duration)
 
         /// `200 {"ok":true}`.
         public static let ok = Answer.status(200, body: #"{"ok":true}"#)
 
         /// The status this answer sends at once; `nil` for a hang.
         public var statusCode: Int? {
-            if case .status(let code, _, _) = self { return code }
-            return nil
+            switch self {
+            case .status(let code, _, _): code
+            case .hang: nil
+            case .trickle: 200
+            }
         }
     }
 
@@ -238,6 +244,8 @@ public final class StandInSubscriber: Sendable {
         switch answer {
         case .status:
             return Self.response(answer)
+        case .trickle(let interval):
+            return trickle(every: interval)
         case .hang(let duration):
             let released = await hang(for: duration)
             if released { return Self.response(.status(503, body: #"{"error":"subscriber stopped"}"#)) }
@@ -267,6 +275,16 @@ public final class StandInSubscriber: Sendable {
         }
         let stillRegistered = state.withLock { $0.hanging.removeValue(forKey: key) != nil }
         return !stillRegistered || sleeper.isCancelled
+    }
+
+    private func trickle(every interval: Duration) -> Response {
+        Response(status: .ok, body: ResponseBody { writer in
+            while !self.state.withLock({ $0.stopped }) {
+                try await writer.write(ByteBuffer(string: " "))
+                try await Task.sleep(for: interval)
+            }
+            try await writer.finish(nil)
+        })
     }
 
     private static func response(_ answer: Answer) -> Response {

@@ -42,34 +42,11 @@ public struct DeliveryTask: Sendable, Equatable {
         self.phoneNumber = phoneNumber
         self.previousPhoneNumber = previousPhoneNumber
     }
-
-    /// The signed JSON body (DESIGN.md, Deliveries): the provider's values, never a credential.
-    public func body() -> [UInt8] {
-        var data: [String: JSONValue] = [:]
-        if type == .phoneChanged {
-            data["phone_number"] = phoneNumber.map(JSONValue.string) ?? .null
-            if let previousPhoneNumber { data["previous_phone_number"] = .string(previousPhoneNumber) }
-        }
-        var object: [String: JSONValue] = [
-            "type": .string(type.rawValue),
-            "event_id": .string(eventID),
-            "user_id": .string(userID),
-            "sequence": .integer(sequence),
-            "occurred_at": .string(RFC3339.format(occurredAt)),
-            "verified_at": .string(RFC3339.format(verifiedAt)),
-            "data": .object(data),
-        ]
-        if let replay {
-            // Inside the signed body, so a receiver can tell a deliberate resend from a retry.
-            object["replay"] = .object(["id": .string(replay.id), "at": .string(RFC3339.format(replay.at))])
-        }
-        return Array(JSONValue.object(object).canonicalEncoding())
-    }
 }
 
 /// The replay a delivery belongs to: its id and when it was asked for, as the signed body's
 /// `"replay": {"id", "at"}` shows them.
-public struct DeliveryReplay: Sendable, Equatable {
+public struct DeliveryReplay: Sendable, Hashable {
     public var id: String
     public var at: Date
 

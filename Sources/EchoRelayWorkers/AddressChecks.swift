@@ -1,0 +1,42 @@
+import EchoRelayCore
+
+/// The delivery-time address check of each subscriber host, remembered for a few seconds: a
+/// burst of deliveries to one subscriber resolves its name once, not once per delivery. An
+/// allowed host is trusted for `allowedFor`; a refusal or a failure to resolve is kept for
+/// the shorter `refusedFor`, so that a host whose DNS recovers is tried again soon.
+///
+/// Between check and use a gap remains: AsyncHTTPClient resolves the name again to connect,
+/// so the address connected to is not necessarily one that was checked. The cache widens that
+/// gap by at most `allowedFor`; closing it means connecting to the checked address.
+public struct AddressChecks: Sendable {
+    public typealias Check = Result<[IPAddress], SubscriberURLProblem>
+
+    public static let allowedFor: Duration = .seconds(5)
+    public static let refusedFor: Duration = .seconds(1)
+
+    private let results = BoundedCache<String, Check>(capacity: 512)
+    private let now: @Sendable () -> ContinuousClock.Instant
+    private let resolve: @Sendable (String) async -> Check
+
+    /// `resolve` checks one host (by default `AddressResolver.check` with `policy`); `now` is
+    /// the clock the entries expire by.
+    public init(
+        policy: SubscriberURLPolicy,
+        now: @escaping @Sendable () -> ContinuousClock.Instant = { ContinuousClock.now },
+        resolve: (@Sendable (String) async -> Check)? = nil
+    ) {
+        self.now = now
+        self.resolve = resolve ?? { host in await AddressResolver.check(host: host, policy: policy) }
+    }
+
+    public func check(host: String) async -> Check {
+        if let known = results.value(for: host, now: now()) { return known }
+        let result = await resolve(host)
+        // A look-up cut short by cancellation says nothing about the host.
+        guard !Task.isCancelled else { return result }
+        let lifetime = (try? result.get()) == nil ? Self.refusedFor : Self.allowedFor
+        let now = now()
+        results.set(result, for: host, expires: now + lifetime, now: now)
+        return result
+    }
+}
