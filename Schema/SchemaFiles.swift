@@ -15,6 +15,7 @@ public enum SchemaFiles {
         File(version: 3, name: "003_subscriptions.sql", sql: text(PackageResources._03_subscriptions_sql)),
         File(version: 4, name: "004_replays_audit.sql", sql: text(PackageResources._04_replays_audit_sql)),
         File(version: 5, name: "005_console_sessions.sql", sql: text(PackageResources._05_console_sessions_sql)),
+        File(version: 7, name: "007_backlog.sql", sql: text(PackageResources._07_backlog_sql)),
     ]
 
     /// SQLite migrations for the embedded store, in the order they apply. Their names carry
@@ -22,6 +23,7 @@ public enum SchemaFiles {
     public static let sqlite: [File] = [
         File(version: 1, name: "001_sqlite_initial.sql", sql: text(PackageResources._01_sqlite_initial_sql)),
         File(version: 2, name: "002_sqlite_console_sessions.sql", sql: text(PackageResources._02_sqlite_console_sessions_sql)),
+        File(version: 4, name: "004_sqlite_backlog.sql", sql: text(PackageResources._04_sqlite_backlog_sql)),
     ]
 
     private static func text(_ bytes: [UInt8]) -> String {
