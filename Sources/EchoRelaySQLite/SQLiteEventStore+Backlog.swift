@@ -12,7 +12,7 @@ extension SQLiteEventStore {
                             SELECT DISTINCT event_id FROM deliveries
                             WHERE status = 'pending' AND replay_id IS NULL
                               AND subscription_id IN (SELECT id FROM subscriptions WHERE enabled = 1 AND deleted_at IS NULL)
-                            LIMIT ?1)),
+                            ORDER BY event_id LIMIT ?1)),
                        coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'work_items'), 0)
                 """, [cap]).first
             guard let row else { throw StoreError.unexpected("the backlog reading returned no row") }
