@@ -3,6 +3,8 @@ import EchoRelayServer
 import Foundation
 import Hummingbird
 import HummingbirdTesting
+import InMemoryLogging
+import Logging
 import NIOHTTP1
 import Testing
 import TestSupport
@@ -49,7 +51,8 @@ import TestSupport
     /// reads the shared database, so the drain done by a workers process elsewhere (which
     /// rejects the events: their echo host is not allowed) opens ingest again.
     @Test func anIngestProcessRefusesPastTheLimitAndAcceptsTheSameIDOnceWorkersElsewhereDrainIt() async throws {
-        try await LiveServer.run(role: .ingest, backlogLimit: 3, backlogSampleInterval: .milliseconds(50)) { server in
+        let logs = LogCapture()
+        try await LiveServer.run(role: .ingest, backlogLimit: 3, backlogSampleInterval: .milliseconds(50), logger: logs.logger) { server in
             for index in 1...3 {
                 #expect(try await server.ingest(eventBody(id: "evt_\(index)", userID: "u\(index)")).status == 202)
             }
@@ -70,6 +73,10 @@ import TestSupport
                 #expect(accepted.json?["sequence"] as? Int == 1)
             }
             #expect(try await server.rowCounts()["events"] == 4)
+            // Once when ingest closed and once when it opened, at notice; not once per refusal.
+            let notices = logs.handler.entries.filter { $0.level == .notice }.map(\.message.description)
+            #expect(notices.filter { $0.hasPrefix("ingest paused") }.count == 1, "\(notices)")
+            #expect(notices.filter { $0.hasPrefix("ingest resumed") }.count == 1, "\(notices)")
         }
     }
 
