@@ -28,11 +28,16 @@ struct BacklogSampler: Service, CustomStringConvertible {
                 let started = ContinuousClock.now
                 do {
                     let admittedBefore = limit.readingStarts()
-                    let sample = try await store.sampleBacklog(countingUpTo: limit.countCap)
+                    // A reading waiting for a database that is away must not hold a stop.
+                    let sample = try await cancelWhenGracefulShutdown { [store, limit] in
+                        try await store.sampleBacklog(countingUpTo: limit.countCap)
+                    }
                     if failing { logger.notice("the backlog is read again", metadata: ["backlog.events": "\(sample.count)"]) }
                     failing = false
                     metrics.backlogSampled(sample.count)
                     report(limit.record(sample, admittedBefore: admittedBefore))
+                } catch where stopping.withLock({ $0 }) {
+                    break
                 } catch {
                     // Ingest keeps the last reading; a database that is away refuses it anyway.
                     if !failing { logger.warning("the backlog could not be read", metadata: ["error": "\(error)"]) }
