@@ -16,6 +16,7 @@ public enum SchemaFiles {
         File(version: 4, name: "004_replays_audit.sql", sql: text(PackageResources._04_replays_audit_sql)),
         File(version: 5, name: "005_console_sessions.sql", sql: text(PackageResources._05_console_sessions_sql)),
         File(version: 6, name: "006_delivery_heads.sql", sql: text(PackageResources._06_delivery_heads_sql)),
+        File(version: 7, name: "007_backlog.sql", sql: text(PackageResources._07_backlog_sql)),
     ]
 
     /// SQLite migrations for the embedded store, in the order they apply. Their names carry
@@ -24,6 +25,7 @@ public enum SchemaFiles {
         File(version: 1, name: "001_sqlite_initial.sql", sql: text(PackageResources._01_sqlite_initial_sql)),
         File(version: 2, name: "002_sqlite_console_sessions.sql", sql: text(PackageResources._02_sqlite_console_sessions_sql)),
         File(version: 3, name: "003_sqlite_delivery_heads.sql", sql: text(PackageResources._03_sqlite_delivery_heads_sql)),
+        File(version: 4, name: "004_sqlite_backlog.sql", sql: text(PackageResources._04_sqlite_backlog_sql)),
     ]
 
     private static func text(_ bytes: [UInt8]) -> String {

@@ -13,6 +13,7 @@ public struct RelayMetrics: Sendable {
     private let attemptDuration: Timer
     private let replays: [String: Counter]
     private let batchSizes: [CommitGroup: Recorder]
+    private let backlog: Gauge
 
     public init(factory: any MetricsFactory = NOOPMetricsHandler.instance) {
         self.factory = factory
@@ -33,6 +34,7 @@ public struct RelayMetrics: Sendable {
             (outcome, Counter(label: "echorelay_deliveries_total", dimensions: [("outcome", outcome)], factory: factory))
         })
         attemptDuration = Timer(label: Self.deliveryAttemptDuration, dimensions: [], factory: factory)
+        backlog = Gauge(label: Self.backlogEvents, dimensions: [], factory: factory)
         replays = Dictionary(uniqueKeysWithValues: ["event", "bulk"].map { kind in
             (kind, Counter(label: "echorelay_replays_total", dimensions: [("kind", kind)], factory: factory))
         })
@@ -41,6 +43,8 @@ public struct RelayMetrics: Sendable {
     /// What became of a `POST /v1/events`.
     public enum IngestResult: String, Sendable, CaseIterable {
         case accepted, duplicate, conflict, refused, failed
+        /// Answered 503 because the backlog was past `ECHORELAY_BACKLOG_LIMIT`.
+        case overloaded
     }
 
     /// `type` is nil when the request was refused before its type was read.
@@ -75,6 +79,13 @@ public struct RelayMetrics: Sendable {
         replays[kind]?.increment()
     }
 
+    /// The last reading of the backlog (events received and not yet final), counted up to
+    /// twice the limit.
+    public func backlogSampled(_ count: Int) {
+        backlog.record(count)
+    }
+
+    public static let backlogEvents = "echorelay_backlog_events"
     public static let deliveryAttemptDuration = "echorelay_delivery_attempt_duration_seconds"
     public static let commitBatchSize = "echorelay_commit_batch_size"
     /// Powers of two up to the largest batch a commit takes.

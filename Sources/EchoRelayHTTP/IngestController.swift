@@ -12,6 +12,8 @@ struct IngestController<Context: RequestContext>: Sendable {
     let ingestSecrets: [WebhookSecret]
     let now: @Sendable () -> Date
     let metrics: RelayMetrics
+    /// Refuses new events while the backlog is past its limit; nil: no limit.
+    let backlog: BacklogLimit?
     let workCreated: @Sendable () -> Void
     let summary = IngestSummary()
 
@@ -26,6 +28,9 @@ struct IngestController<Context: RequestContext>: Sendable {
             let (response, duplicate) = try await accept(request, context: context, type: &type)
             metrics.eventReceived(type: type, result: duplicate ? .duplicate : .accepted)
             return response
+        } catch let refusal as BacklogRefusal {
+            metrics.eventReceived(type: type, result: .overloaded)
+            throw refusal.problem
         } catch let problem as Problem where problem.status == .conflict {
             metrics.eventReceived(type: type, result: .conflict)
             throw problem
@@ -56,6 +61,11 @@ struct IngestController<Context: RequestContext>: Sendable {
             context.logger.notice("ingest signature refused", metadata: ["reason": "\(error)"])
             throw Problem(.unauthorized, slug: "invalid-signature", title: "Invalid webhook signature",
                           detail: error.description)
+        }
+        // After the signature, so only the provider learns of the backlog; before reading the
+        // event, so a refusal costs no parsing and no database round trip.
+        if let retryAfter = backlog?.admit() {
+            throw BacklogRefusal(problem: .backlogFull(retryAfter: retryAfter))
         }
         guard MediaType.isJSON(request.headers[.contentType]) else {
             throw Problem(.unsupportedMediaType, slug: "unsupported-media-type", title: "Unsupported media type",
@@ -108,6 +118,11 @@ struct IngestController<Context: RequestContext>: Sendable {
         body.writeStaticString(#","status":"accepted"}"#)
         return Response(status: .accepted, headers: [.contentType: "application/json"], body: .init(byteBuffer: body))
     }
+}
+
+/// A 503 for the backlog, told apart from the store's own 503s for the metrics.
+private struct BacklogRefusal: Error {
+    let problem: Problem
 }
 
 extension HTTPField.Name {

@@ -67,6 +67,16 @@ extension Problem {
         detail: "the database is unavailable; nothing was stored, try again", headers: [.retryAfter: "5"]
     )
 
+    /// The backlog is past `ECHORELAY_BACKLOG_LIMIT`: the same type as the other 503s, which a
+    /// provider already retries, with the wait estimated from how fast the backlog drains.
+    static func backlogFull(retryAfter seconds: Int) -> Problem {
+        Problem(
+            .serviceUnavailable, slug: "unavailable", title: "Service unavailable",
+            detail: "too many events are waiting for verification and delivery; nothing was stored, try again after \(seconds) s",
+            headers: [.retryAfter: String(seconds)]
+        )
+    }
+
     static let internalError = Problem(
         .internalServerError, slug: "internal", title: "Internal error",
         detail: "the request failed on the server; nothing was stored"

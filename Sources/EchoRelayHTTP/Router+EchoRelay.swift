@@ -17,14 +17,17 @@ public struct HTTPDependencies: Sendable {
     public var metrics: RelayMetrics
     /// What `GET /metrics` shows: the registry behind `metrics`.
     public var metricsRegistry: PrometheusCollectorRegistry
+    /// Ingest's gate by backlog (`ECHORELAY_BACKLOG_LIMIT`); nil: no limit.
+    public var backlog: BacklogLimit?
 
     public init(
         store: any EchoRelayStore, subscriberURLPolicy: SubscriberURLPolicy, ingestSecrets: [WebhookSecret],
         authorizer: BearerAuthorizer, requestTimeout: Duration = .seconds(30),
         metrics: RelayMetrics = RelayMetrics(), metricsRegistry: PrometheusCollectorRegistry = PrometheusCollectorRegistry(),
-        now: @escaping @Sendable () -> Date = { Date() }, workCreated: @escaping @Sendable (WorkKind) -> Void = { _ in }
+        backlog: BacklogLimit? = nil, now: @escaping @Sendable () -> Date = { Date() }, workCreated: @escaping @Sendable (WorkKind) -> Void = { _ in }
     ) {
         self.requestTimeout = requestTimeout
+        self.backlog = backlog
         self.metrics = metrics
         self.metricsRegistry = metricsRegistry
         self.store = store
@@ -48,7 +51,7 @@ public func buildRouter(servesAPI: Bool = true, _ dependencies: HTTPDependencies
     let workCreated = dependencies.workCreated
     IngestController(
         store: dependencies.store, ingestSecrets: dependencies.ingestSecrets, now: dependencies.now, metrics: dependencies.metrics,
-        workCreated: { workCreated(.verification) }
+        backlog: dependencies.backlog, workCreated: { workCreated(.verification) }
     ).addRoutes(to: router)
     EventsController(store: dependencies.store, authorizer: dependencies.authorizer).addRoutes(to: router)
     UsersController(store: dependencies.store, authorizer: dependencies.authorizer).addRoutes(to: router)

@@ -41,6 +41,7 @@ public enum EchoRelayServer {
         }
         try configuration.echo.validate()
         try configuration.delivery.validate(lease: configuration.echo.lease)
+        try configuration.validateBacklog()
         let sealer = try configuration.secretKey.map { key in
             do throws(SecretSealerError) {
                 return try SecretSealer(keys: key.revealed)
@@ -148,11 +149,18 @@ public enum EchoRelayServer {
         if configuration.delivery.allowPrivateSubscribers {
             logger.warning("ECHORELAY_ALLOW_PRIVATE_SUBSCRIBERS is on: subscribers may be private addresses over http; for local testing only")
         }
+        // Only a process that takes ingest reads the backlog: it is what the gate protects.
+        let backlog = configuration.role.servesAPI ? configuration.backlogLimit.map(BacklogLimit.init) : nil
+        let backlogSampler = backlog.map { limit in
+            BacklogSampler(store: store, limit: limit, interval: configuration.backlogSampleInterval, ready: schemaReady,
+                           metrics: metrics, logger: logger)
+        }
         let router = buildRouter(servesAPI: configuration.role.servesAPI, HTTPDependencies(
             store: store,
             subscriberURLPolicy: SubscriberURLPolicy(allowPrivate: configuration.delivery.allowPrivateSubscribers),
             ingestSecrets: ingestSecrets, authorizer: BearerAuthorizer(adminToken: configuration.adminToken, tokens: store, logger: logger),
             requestTimeout: configuration.requestTimeout, metrics: metrics, metricsRegistry: metricsRegistry,
+            backlog: backlog,
             workCreated: { kind in
                 // Workers in this process at once. Workers elsewhere: an ingest-only process's
                 // ingest statement notifies them itself; other work is announced after its commit.
@@ -174,7 +182,8 @@ public enum EchoRelayServer {
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "EchoRelay"),
             // Started in this order and stopped in reverse: the server stops taking requests
             // first, then the worker finishes what it holds, then the database client closes.
-            services: backend.services + (configuration.role.runsWorkers ? [verifyWorker, deliveryWorker, replayWorker] : []),
+            services: backend.services + (backlogSampler.map { [$0] } ?? [])
+                + (configuration.role.runsWorkers ? [verifyWorker, deliveryWorker, replayWorker] : []),
             onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? 0) },
             logger: logger
         )

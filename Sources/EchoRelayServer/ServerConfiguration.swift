@@ -27,13 +27,24 @@ public struct ServerConfiguration: Sendable {
     /// How long an ingest may wait for its commit before it is answered `503` (nothing
     /// stored; the provider retries the same id safely).
     public var ingestWait: Duration
+    /// `ECHORELAY_BACKLOG_LIMIT`: past this many events received and not yet final, ingest
+    /// answers `503` with `Retry-After` and stores nothing; nil: no limit.
+    public var backlogLimit: Int?
+    /// How often each ingest process reads the backlog: the bound holds to within what
+    /// arrives in one interval.
+    public var backlogSampleInterval: Duration
+
+    public static let defaultBacklogLimit = 10_000
 
     public init(
         host: String = "127.0.0.1", port: Int = 8080, databaseURL: Secret?, ingestSecrets: [Secret],
         adminToken: Secret?, secretKey: Secret? = nil, migrateAtStart: Bool = true, role: ServerRole = .all, echo: EchoConfiguration,
         delivery: DeliveryConfiguration = DeliveryConfiguration(), requestTimeout: Duration = .seconds(30),
-        shutdownGrace: Duration = .seconds(10), ingestWait: Duration = .seconds(10)
+        shutdownGrace: Duration = .seconds(10), ingestWait: Duration = .seconds(10),
+        backlogLimit: Int? = defaultBacklogLimit, backlogSampleInterval: Duration = .milliseconds(500)
     ) {
+        self.backlogLimit = backlogLimit
+        self.backlogSampleInterval = backlogSampleInterval
         self.ingestWait = ingestWait
         self.shutdownGrace = shutdownGrace
         self.delivery = delivery
@@ -47,6 +58,24 @@ public struct ServerConfiguration: Sendable {
         self.adminToken = adminToken
         self.migrateAtStart = migrateAtStart
         self.echo = echo
+    }
+}
+
+extension ServerConfiguration {
+    /// The largest limit: a reading counts up to twice it, and a larger backlog than this
+    /// is a queue of days, not a bound.
+    public static let maximumBacklogLimit = 100_000_000
+
+    func validateBacklog() throws {
+        if let backlogLimit, !(1...Self.maximumBacklogLimit).contains(backlogLimit) {
+            throw ConfigurationError(
+                setting: "ECHORELAY_BACKLOG_LIMIT",
+                reason: "must be a whole number of events from 1 to \(Self.maximumBacklogLimit), or off, got \(backlogLimit)"
+            )
+        }
+        guard backlogSampleInterval > .zero else {
+            throw ConfigurationError(setting: "ECHORELAY_BACKLOG_LIMIT", reason: "the sampling interval must be positive")
+        }
     }
 }
 

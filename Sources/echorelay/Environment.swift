@@ -46,6 +46,19 @@ enum Setting {
         return role
     }
 
+    /// `ECHORELAY_BACKLOG_LIMIT`: a positive number of events, or `off` (nil) for no limit.
+    static func backlogLimit(_ flag: String?) throws -> Int? {
+        guard let text = value(flag, "ECHORELAY_BACKLOG_LIMIT") else { return ServerConfiguration.defaultBacklogLimit }
+        if text.lowercased() == "off" { return nil }
+        guard let limit = Int(text), (1...ServerConfiguration.maximumBacklogLimit).contains(limit) else {
+            throw ConfigurationError(
+                setting: "ECHORELAY_BACKLOG_LIMIT",
+                reason: "must be a whole number of events from 1 to \(ServerConfiguration.maximumBacklogLimit), or off, got \"\(text)\""
+            )
+        }
+        return limit
+    }
+
     static func list(_ flag: String?, _ variable: String) -> [String] {
         (value(flag, variable) ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
             .filter { !$0.isEmpty }

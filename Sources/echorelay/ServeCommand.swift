@@ -92,6 +92,9 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "Events a bulk replay sends per second (each event to each subscription counts once), so a replay cannot flood a backend. (env: ECHORELAY_REPLAY_RATE, default: 50)")
     var replayRate: Int?
 
+    @Option(help: "Events received and not yet final (awaiting verification, or a delivery to an enabled subscription) past which ingest answers 503 with Retry-After and stores nothing, until the backlog drains below it; `off` for no limit. (env: ECHORELAY_BACKLOG_LIMIT, default: 10000)")
+    var backlogLimit: String?
+
     @Flag(help: "Try EchoRelay on this machine with `echorelay demo`: accept OAuth Echo over plain http from the demo's stand-in identity provider on 127.0.0.1:8181 (consumer key echorelay-demo, unless ECHORELAY_CONSUMER_KEY is set) and deliver to subscribers on loopback. For trying it out only, never in production. (env: ECHORELAY_DEMO=1)")
     var demo = false
 
@@ -131,7 +134,8 @@ struct ServeCommand: AsyncParsableCommand {
                 replayRate: try Setting.integer(replayRate, "ECHORELAY_REPLAY_RATE", default: 50)
             ),
             requestTimeout: try Setting.duration(requestTimeout, "ECHORELAY_REQUEST_TIMEOUT", default: .seconds(30)),
-            shutdownGrace: try Setting.duration(shutdownGrace, "ECHORELAY_SHUTDOWN_GRACE", default: .seconds(10))
+            shutdownGrace: try Setting.duration(shutdownGrace, "ECHORELAY_SHUTDOWN_GRACE", default: .seconds(10)),
+            backlogLimit: try Setting.backlogLimit(backlogLimit)
         )
         if demo {
             configuration.enableDemo()

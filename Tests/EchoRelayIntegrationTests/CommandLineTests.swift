@@ -18,7 +18,7 @@ import Glibc
                      "ECHORELAY_ADMIN_TOKEN", "ECHORELAY_LOG_LEVEL", "ECHORELAY_ROLE", "ECHORELAY_CONSUMER_KEY",
                      "ECHORELAY_ECHO_ALLOWED_HOSTS", "ECHORELAY_ECHO_ALLOW_HTTP", "ECHORELAY_ECHO_TIMEOUT",
                      "ECHORELAY_ECHO_RETRY_SCHEDULE", "ECHORELAY_LEASE", "ECHORELAY_VERIFY_CONCURRENCY",
-                     "--secret-key", "ECHORELAY_SECRET_KEY", "reseal"] {
+                     "--secret-key", "ECHORELAY_SECRET_KEY", "reseal", "--backlog-limit", "ECHORELAY_BACKLOG_LIMIT"] {
             #expect(result.stdout.contains(name), "serve --help does not mention \(name)")
         }
     }
@@ -75,6 +75,24 @@ import Glibc
         ])
         #expect(result.status != 0)
         #expect(result.stderr.contains("ECHORELAY_INGEST_SECRETS"))
+    }
+
+    /// A backlog limit that is not a positive number (or `off`) stops `serve` before it opens
+    /// anything, with the setting named; from the flag as from the environment.
+    @Test(arguments: ["0", "-5", "lots"])
+    func serveRefusesABadBacklogLimitNamingTheSetting(value: String) async throws {
+        let environment = [
+            "ECHORELAY_DATABASE_URL": "postgres://echorelay@127.0.0.1:1/none", "ECHORELAY_INGEST_SECRETS": LiveServer.ingestSecret,
+            "ECHORELAY_CONSUMER_KEY": "k", "ECHORELAY_ECHO_ALLOWED_HOSTS": "api.example.com",
+        ]
+        let ways: [(flag: [String], variable: [String: String])] = [(["--backlog-limit=\(value)"], [:]), ([], ["ECHORELAY_BACKLOG_LIMIT": value])]
+        for (flag, variable) in ways {
+            let result = try await ChildProcess.run(["serve", "--port", String(try freeLoopbackPort())] + flag,
+                                                    environment: environment.merging(variable) { $1 })
+            #expect(result.status != 0)
+            #expect(result.stderr.contains("ECHORELAY_BACKLOG_LIMIT: must be a whole number of events from 1 to 100000000, or off, got \"\(value)\""),
+                    "\(result.stderr)")
+        }
     }
 
     @Test func serveRefusesABadDatabaseURLWithoutRepeatingIt() async throws {

@@ -37,6 +37,7 @@ struct LiveServer: Sendable {
         migrate: Bool = true, ingestSecrets: [String] = [ingestSecret], role: ServerRole = .ingest,
         echo: EchoConfiguration = noEcho, delivery: DeliveryConfiguration = DeliveryConfiguration(allowPrivateSubscribers: true),
         secretKey: String? = nil, requestTimeout: Duration = .seconds(30), ingestWait: Duration = .seconds(10),
+        backlogLimit: Int? = ServerConfiguration.defaultBacklogLimit, backlogSampleInterval: Duration = .milliseconds(500),
         logger: Logger = TestLogger.quiet,
         database: TestDatabase? = nil, _ body: @Sendable (LiveServer) async throws -> Void
     ) async throws {
@@ -46,7 +47,8 @@ struct LiveServer: Sendable {
                 host: "127.0.0.1", port: 0, databaseURL: Secret(database.url),
                 ingestSecrets: ingestSecrets.map(Secret.init), adminToken: Secret(adminToken),
                 secretKey: secretKey.map(Secret.init), migrateAtStart: migrate, role: role, echo: echo, delivery: delivery,
-                requestTimeout: requestTimeout, ingestWait: ingestWait
+                requestTimeout: requestTimeout, ingestWait: ingestWait, backlogLimit: backlogLimit,
+                backlogSampleInterval: backlogSampleInterval
             )
             let app = try await EchoRelayServer.makeApplication(configuration, logger: logger)
             try await app.test(.live) { client in

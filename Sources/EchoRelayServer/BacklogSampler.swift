@@ -1,0 +1,73 @@
+import EchoRelayCore
+import Logging
+import ServiceLifecycle
+import Synchronization
+
+/// Reads the backlog from the database every `interval` and hands each reading to the
+/// ingest gate (`BacklogLimit`) and to `/metrics`. One per process that takes ingest: the
+/// database is shared, so the reading counts what every process received, and an ingest-only
+/// process sees the drain done by worker processes elsewhere.
+struct BacklogSampler: Service, CustomStringConvertible {
+    var description: String { "BacklogSampler" }
+
+    let store: any BacklogStore
+    let limit: BacklogLimit
+    let interval: Duration
+    /// Opens once the schema is migrated; nothing is read before.
+    let ready: Gate
+    let metrics: RelayMetrics
+    let logger: Logger
+
+    func run() async throws {
+        let stopping = Mutex(false)
+        let wake = WakeSignal()
+        await withGracefulShutdownHandler {
+            await ready.wait()
+            var failing = false
+            while !Task.isCancelled, !stopping.withLock({ $0 }) {
+                let started = ContinuousClock.now
+                do {
+                    let admittedBefore = limit.readingStarts()
+                    // A reading waiting for a database that is away must not hold a stop.
+                    let sample = try await cancelWhenGracefulShutdown { [store, limit] in
+                        try await store.sampleBacklog(countingUpTo: limit.countCap)
+                    }
+                    if failing { logger.notice("the backlog is read again", metadata: ["backlog.events": "\(sample.count)"]) }
+                    failing = false
+                    metrics.backlogSampled(sample.count)
+                    report(limit.record(sample, admittedBefore: admittedBefore))
+                } catch where stopping.withLock({ $0 }) {
+                    break
+                } catch {
+                    // Ingest keeps the last reading; a database that is away refuses it anyway.
+                    if !failing { logger.warning("the backlog could not be read", metadata: ["error": "\(error)"]) }
+                    failing = true
+                }
+                // A reading costs time in proportion to the backlog (up to the cap): a large
+                // one is read less often, so reading never takes more than a tenth of the time.
+                await wake.wait(upTo: max(interval, (ContinuousClock.now - started) * 10))
+            }
+        } onGracefulShutdown: {
+            stopping.withLock { $0 = true }
+            wake.wake()
+            ready.open()  // a sampler still waiting for the schema just exits
+        }
+    }
+
+    /// Once per change, not per refused request.
+    private func report(_ change: BacklogLimit.Change?) {
+        switch change {
+        case .closed(let backlog, let retryAfter):
+            logger.notice("ingest paused: the backlog is at its limit; events are answered 503 until it drains", metadata: [
+                "backlog.events": "\(backlog)", "backlog.limit": "\(limit.limit)", "http.retry_after": "\(retryAfter)",
+                "backlog.drain_per_second": "\(limit.drainPerSecond.map { Int($0.rounded()) }.map(String.init) ?? "unknown")",
+            ])
+        case .opened(let backlog):
+            logger.notice("ingest resumed: the backlog is below its limit", metadata: [
+                "backlog.events": "\(backlog)", "backlog.limit": "\(limit.limit)",
+            ])
+        case nil:
+            break
+        }
+    }
+}
