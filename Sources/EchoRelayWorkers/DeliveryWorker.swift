@@ -89,11 +89,15 @@ public struct DeliveryWorker: Service, CustomStringConvertible {
             round += 1
             let since = round % fullSweepEvery == 0 ? nil : Date(timeIntervalSinceNow: -Self.parkRaceWindow)
             do {
-                let unparked = try await store.unparkStrandedDeliveries(parkedSince: since)
+                let unparked = try await unlessStopped(stopped) { [store] in
+                    try await store.unparkStrandedDeliveries(parkedSince: since)
+                }
                 if unparked > 0 {
                     logger.notice("unparked deliveries whose queue could go on", metadata: ["deliveries": "\(unparked)"])
                     wake.wake()
                 }
+            } catch is CancellationError where stopped() {
+                return
             } catch {
                 logger.warning("looking for stranded parked deliveries failed", metadata: ["error": "\(error)"])
             }
