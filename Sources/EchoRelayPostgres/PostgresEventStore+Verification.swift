@@ -53,7 +53,9 @@ extension PostgresEventStore {
     /// each, since one statement may move a user's row only once. A statement that fails as a
     /// whole (a deadlock, a lost connection) is retried one item at a time, so each caller
     /// gets its own answer.
-    static func finishBatch(_ finishes: [VerificationFinish], on connection: PostgresConnection, logger: Logger) async -> [Result<Bool, any Error>] {
+    static func finishBatch(
+        _ finishes: [VerificationFinish], on connection: PostgresConnection, wakes: WakeLimiter?, logger: Logger
+    ) async -> [Result<Bool, any Error>] {
         var rounds: [[Int]] = []
         var verifiedPerUser: [String: Int] = [:]
         for (index, finish) in finishes.enumerated() {
@@ -68,7 +70,7 @@ extension PostgresEventStore {
         var answers: [(index: Int, result: Result<Bool, any Error>)] = []
         for round in rounds {
             let results = await writeLeased(round.map { finishes[$0] }, "verification outcomes", logger: logger) {
-                try await finishRound($0, on: connection, logger: logger)
+                try await finishRound($0, on: connection, wakePayload: wakes?.next(), logger: logger)
             }
             answers += zip(round, results).map { ($0, $1) }
         }
@@ -83,7 +85,11 @@ extension PostgresEventStore {
     /// users) are written in key order, so two rounds never wait on each other in a cycle.
     /// Returns the positions in `finishes` of those whose lease was still ours (by position:
     /// a stale claim of the same item in the batch does not count).
-    private static func finishRound(_ finishes: [VerificationFinish], on connection: PostgresConnection, logger: Logger) async throws -> Set<Int> {
+    /// With a `wakePayload`, a round that makes deliveries due notifies the other processes'
+    /// delivery workers inside its own transaction.
+    private static func finishRound(
+        _ finishes: [VerificationFinish], on connection: PostgresConnection, wakePayload: String?, logger: Logger
+    ) async throws -> Set<Int> {
         let rows = try jsonRows(finishes.enumerated().map(VerificationFinish.Row.init))
         let result = try await connection.query("""
             WITH input AS (
@@ -139,6 +145,10 @@ extension PostgresEventStore {
                   ON s.enabled AND s.deleted_at IS NULL AND f.type = ANY (s.event_types)
                 WHERE f.verified
                 ON CONFLICT (event_id, subscription_id) WHERE replay_id IS NULL DO NOTHING
+                RETURNING parked_at
+            ), woken AS (
+                SELECT pg_notify('\(unescaped: PostgresWorkNotifications.channel)', \(wakePayload))
+                FROM (SELECT FROM fanned_out WHERE parked_at IS NULL LIMIT 1) anything_due WHERE \(wakePayload)::text IS NOT NULL
             ), unparked AS (
                 -- These events are final now: each queue of their users whose head was parked
                 -- behind one of them may go on (the claim parks it again if it is still blocked).
@@ -156,7 +166,7 @@ extension PostgresEventStore {
                                   WHERE p.subscription_id = d.subscription_id AND p.user_id = d.user_id
                                     AND p.sequence < d.sequence AND p.status = 'pending')
             )
-            SELECT position FROM kept
+            SELECT position FROM kept CROSS JOIN (SELECT count(*) FROM woken) sent
             """, logger: logger)
         return try await positions(result)
     }

@@ -24,8 +24,11 @@ public struct PostgresEventStore: EventStore {
     /// - wakeOtherProcesses: set where the work this process stores is done by other processes
     ///   (`--role ingest`): ingest statements then carry a `NOTIFY`, at most one per
     ///   `WakeLimiter.interval`, inside their own transaction.
+    /// - wakeOnOutcomes: set where other processes may deliver what this one verifies: outcome
+    ///   statements that make deliveries due then carry a `NOTIFY`, at most one per interval,
+    ///   inside their own transaction (none is sent after the commit).
     public init(client: PostgresClient, logger: Logger, sealer: SecretSealer? = nil, metrics: RelayMetrics = RelayMetrics(),
-                ingestWait: Duration = .seconds(10), wakeOtherProcesses: WakeLimiter? = nil) {
+                ingestWait: Duration = .seconds(10), wakeOtherProcesses: WakeLimiter? = nil, wakeOnOutcomes: WakeLimiter? = nil) {
         self.client = client
         self.logger = logger
         self.sealer = sealer
@@ -33,7 +36,7 @@ public struct PostgresEventStore: EventStore {
             await Self.ingestBatch($0, on: $1, wakePayload: wakeOtherProcesses?.next(), logger: logger)
         }
         finishes = Self.groupCommit(client: client, flushed: { metrics.batchCommitted(.verification, size: $0) }) {
-            await Self.finishBatch($0, on: $1, logger: logger)
+            await Self.finishBatch($0, on: $1, wakes: wakeOnOutcomes, logger: logger)
         }
         attempts = Self.groupCommit(client: client, flushed: { metrics.batchCommitted(.attempt, size: $0) }) {
             await Self.recordBatch($0, on: $1, logger: logger)

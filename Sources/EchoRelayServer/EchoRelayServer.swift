@@ -117,10 +117,8 @@ public enum EchoRelayServer {
                                consumerKey: configuration.echo.consumerKey),
             echoTimeout: configuration.echo.timeout, wake: wake, configuration: workerConfiguration,
             owner: processID, ready: schemaReady,
-            deliveriesCreated: {
-                deliveryWake.wake()
-                announce()
-            },
+            // Other processes are woken by the outcome's own statement (`wakeOnOutcomes`).
+            deliveriesCreated: { deliveryWake.wake() },
             metrics: metrics, logger: logger
         )
         var deliveryConfiguration = DeliveryWorkerConfiguration()

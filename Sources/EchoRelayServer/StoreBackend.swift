@@ -65,7 +65,8 @@ struct StoreBackend {
             return StoreBackend(
                 store: PostgresEventStore(
                     client: client, logger: logger, sealer: sealer, metrics: metrics, ingestWait: ingestWait,
-                    wakeOtherProcesses: ingestWakesOtherProcesses ? WakeLimiter(payload: processID) : nil
+                    wakeOtherProcesses: ingestWakesOtherProcesses ? WakeLimiter(payload: processID) : nil,
+                    wakeOnOutcomes: WakeLimiter(payload: processID)
                 ),
                 services: [client, notifications],
                 announce: { notifications.announce() },
