@@ -28,9 +28,12 @@ public protocol EventStore: Sendable {
     /// Records the final outcome in one transaction: the event's status and the provider's
     /// values, the echo credentials erased, the work item deleted, the user's state and the
     /// confirmed token hash updated, and — when verified — one delivery per matching enabled
-    /// subscription created. Returns false, changing nothing, if `owner` no longer holds the
-    /// lease (another worker has the item).
-    func finishVerification(_ task: VerificationTask, owner: String, outcome: VerificationOutcome) async throws -> Bool
+    /// subscription created. `kept` is false, changing nothing, if `owner` no longer holds the
+    /// lease (another worker has the item). With a `handOff`, the new deliveries that may go
+    /// at once are written already leased to its owner and listed (`DeliveryHandOff`).
+    func finishVerification(
+        _ task: VerificationTask, owner: String, outcome: VerificationOutcome, handOff: DeliveryHandOff?
+    ) async throws -> FinishedWork
 
     /// Makes the item due again after `delay`, keeping its try count. False if the lease was lost.
     func retryVerification(_ task: VerificationTask, owner: String, after delay: Duration) async throws -> Bool
@@ -101,4 +104,11 @@ public struct StoredEvent: Sendable, Equatable {
 public enum Readiness: Sendable, Equatable {
     case ready
     case notReady(String)
+}
+
+extension EventStore {
+    /// Records an outcome without a hand-off: true if the lease was still ours.
+    public func finishVerification(_ task: VerificationTask, owner: String, outcome: VerificationOutcome) async throws -> Bool {
+        try await finishVerification(task, owner: owner, outcome: outcome, handOff: nil).kept
+    }
 }

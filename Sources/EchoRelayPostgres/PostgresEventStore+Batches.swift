@@ -34,32 +34,36 @@ extension PostgresEventStore {
         String(decoding: try JSONEncoder().encode(rows), as: UTF8.self)
     }
 
-    /// The positions a batch statement answers with (`SELECT position …`): the rows it wrote.
-    static func positions(_ rows: PostgresRowSequence) async throws -> Set<Int> {
-        var positions = Set<Int>()
-        for try await position in rows.decode(Int.self) { positions.insert(position) }
+    /// The positions a batch statement answers with (`SELECT position, handed_off …`): the
+    /// rows it wrote, each with the deliveries it leased to the hand-off's owner.
+    static func positions(_ rows: PostgresRowSequence) async throws -> [Int: [Int64]] {
+        var positions: [Int: [Int64]] = [:]
+        for try await (position, handedOff) in rows.decode((Int, [Int64]?).self) { positions[position] = handedOff ?? [] }
         return positions
     }
 
     /// Writes leased items (verification outcomes, delivery attempts) with `statement`, which
-    /// returns the positions of the items whose lease was still ours: the whole batch at once,
-    /// or, if that fails as a whole (a deadlock, a lost connection, one item's bad value), each
-    /// item alone, so each caller gets its own answer.
+    /// answers for each item whose lease was still ours, by position, the deliveries it handed
+    /// off: the whole batch at once, or, if that fails as a whole (a deadlock, a lost
+    /// connection, one item's bad value), each item alone, so each caller gets its own answer.
     static func writeLeased<Item>(
-        _ items: [Item], _ what: String, logger: Logger, _ statement: ([Item]) async throws -> Set<Int>
-    ) async -> [Result<Bool, any Error>] {
+        _ items: [Item], _ what: String, logger: Logger, _ statement: ([Item]) async throws -> [Int: [Int64]]
+    ) async -> [Result<FinishedWork, any Error>] {
+        func answer(_ written: [Int: [Int64]], _ position: Int) -> FinishedWork {
+            written[position].map { FinishedWork(kept: true, handedOff: $0) } ?? FinishedWork(kept: false)
+        }
         do {
-            let kept = try await statement(items)
-            return items.indices.map { .success(kept.contains($0)) }
+            let written = try await statement(items)
+            return items.indices.map { .success(answer(written, $0)) }
         } catch {
             guard items.count > 1 else { return [.failure(StoreError.wrap(error))] }
             logger.debug("a batch of \(what) failed as a whole; writing them one by one",
                          metadata: ["items": "\(items.count)", "error": "\(StoreError.wrap(error))"])
-            var results: [Result<Bool, any Error>] = []
+            var results: [Result<FinishedWork, any Error>] = []
             for item in items {
                 results.append(await Result(catching: {
                     do {
-                        return try await statement([item]).contains(0)
+                        return answer(try await statement([item]), 0)
                     } catch {
                         throw StoreError.wrap(error)
                     }

@@ -55,44 +55,70 @@ extension PostgresEventStore: DeliveryStore {
                     attempts = d.attempts + 1
                 FROM chosen, events AS e, subscriptions AS s
                 WHERE d.id = chosen.id AND e.id = d.event_id AND s.id = d.subscription_id
-                RETURNING d.id, d.event_id, d.subscription_id, d.webhook_id, d.attempts, s.url, s.secret,
-                          CASE WHEN s.previous_secret_expires_at > now() THEN s.previous_secret END,
-                          e.type, e.user_id, e.sequence, e.occurred_at, coalesce(e.verified_at, e.decided_at, now()),
-                          e.provider_phone_number,
-                          (SELECT p.provider_phone_number FROM events p
-                           WHERE p.user_id = e.user_id AND p.sequence < e.sequence AND p.status = 'verified'
-                           ORDER BY p.sequence DESC LIMIT 1),
-                          d.replay_id, (SELECT r.created_at FROM replays r WHERE r.id = d.replay_id)
+                RETURNING \(unescaped: Self.taskColumns)
                 """, logger: logger)
-            var tasks: [DeliveryTask] = []
-            for try await row in rows.decode(
-                (Int64, String, String, String, Int, String, String, String?, String, String, Int64, Date, Date, String?, String?,
-                 String?, Date?).self
-            ) {
-                guard let type = EventType(rawValue: row.8) else { throw StoreError.unexpected("event \(row.1) has an unknown type") }
-                tasks.append(DeliveryTask(
-                    deliveryID: row.0, eventID: row.1, subscriptionID: row.2, webhookID: row.3, url: row.5,
-                    secrets: try SecretSealer.signingSecrets(row.6, row.7, subscriptionID: row.2, with: sealer), attempts: row.4, type: type,
-                    userID: row.9, sequence: row.10, occurredAt: row.11, verifiedAt: row.12, phoneNumber: row.13,
-                    previousPhoneNumber: row.14, replay: row.15.flatMap { id in row.16.map { DeliveryReplay(id: id, at: $0) } }
-                ))
-            }
-            return tasks
+            return try await tasks(from: rows)
         } catch {
             throw StoreError.wrap(error)
         }
     }
 
+    public func leasedDeliveries(ids: [Int64], owner: String) async throws -> [DeliveryTask] {
+        guard !ids.isEmpty else { return [] }
+        do {
+            let rows = try await client.query("""
+                SELECT \(unescaped: Self.taskColumns)
+                FROM deliveries d JOIN events e ON e.id = d.event_id JOIN subscriptions s ON s.id = d.subscription_id
+                WHERE d.id = ANY (\(ids)) AND d.lease_owner = \(owner) AND d.status = 'pending'
+                ORDER BY d.id
+                """, logger: logger)
+            return try await tasks(from: rows)
+        } catch {
+            throw StoreError.wrap(error)
+        }
+    }
+
+    /// What a delivery task is made of, from a delivery `d`, its event `e` and its subscription `s`.
+    private static let taskColumns = """
+        d.id, d.event_id, d.subscription_id, d.webhook_id, d.attempts, s.url, s.secret,
+        CASE WHEN s.previous_secret_expires_at > now() THEN s.previous_secret END,
+        e.type, e.user_id, e.sequence, e.occurred_at, coalesce(e.verified_at, e.decided_at, now()),
+        e.provider_phone_number,
+        (SELECT p.provider_phone_number FROM events p
+         WHERE p.user_id = e.user_id AND p.sequence < e.sequence AND p.status = 'verified'
+         ORDER BY p.sequence DESC LIMIT 1),
+        d.replay_id, (SELECT r.created_at FROM replays r WHERE r.id = d.replay_id)
+        """
+
+    private func tasks(from rows: PostgresRowSequence) async throws -> [DeliveryTask] {
+        var tasks: [DeliveryTask] = []
+        for try await row in rows.decode(
+            (Int64, String, String, String, Int, String, String, String?, String, String, Int64, Date, Date, String?, String?,
+             String?, Date?).self
+        ) {
+            guard let type = EventType(rawValue: row.8) else { throw StoreError.unexpected("event \(row.1) has an unknown type") }
+            tasks.append(DeliveryTask(
+                deliveryID: row.0, eventID: row.1, subscriptionID: row.2, webhookID: row.3, url: row.5,
+                secrets: try SecretSealer.signingSecrets(row.6, row.7, subscriptionID: row.2, with: sealer), attempts: row.4, type: type,
+                userID: row.9, sequence: row.10, occurredAt: row.11, verifiedAt: row.12, phoneNumber: row.13,
+                previousPhoneNumber: row.14, replay: row.15.flatMap { id in row.16.map { DeliveryReplay(id: id, at: $0) } }
+            ))
+        }
+        return tasks
+    }
+
     public func recordDeliveryAttempt(
-        _ task: DeliveryTask, owner: String, attempt: DeliveryAttempt, next: DeliveryNext, disableAfter: Duration
-    ) async throws -> Bool {
-        try await attempts.submit(RecordedAttempt(task: task, owner: owner, attempt: attempt, next: next, disableAfter: disableAfter))
+        _ task: DeliveryTask, owner: String, attempt: DeliveryAttempt, next: DeliveryNext, disableAfter: Duration,
+        handOff: DeliveryHandOff?
+    ) async throws -> FinishedWork {
+        try await attempts.submit(RecordedAttempt(task: task, owner: owner, attempt: attempt, next: next, disableAfter: disableAfter,
+                                                  handOff: handOff))
     }
 
     /// Records a batch of attempts in one statement (group commit: see `PostgresEventStore.attempts`).
     /// A statement that fails as a whole is retried one attempt at a time, so each caller
     /// gets its own answer.
-    static func recordBatch(_ attempts: [RecordedAttempt], on connection: PostgresConnection, logger: Logger) async -> [Result<Bool, any Error>] {
+    static func recordBatch(_ attempts: [RecordedAttempt], on connection: PostgresConnection, logger: Logger) async -> [Result<FinishedWork, any Error>] {
         await writeLeased(attempts, "delivery attempts", logger: logger) { try await recordStatement($0, on: connection, logger: logger) }
     }
 
@@ -107,15 +133,20 @@ extension PostgresEventStore: DeliveryStore {
     /// would otherwise queue on that row until each other's commit. So a healthy
     /// subscription's last success is kept to the second, and the failures after the first
     /// leave it alone until it is due to be disabled.
-    /// Returns the positions in `attempts` of those whose lease was still ours.
-    private static func recordStatement(_ attempts: [RecordedAttempt], on connection: PostgresConnection, logger: Logger) async throws -> Set<Int> {
+    /// A delivery final now lets the next one of its queue go, leased at once to the hand-off's
+    /// owner if it has one. Answers, by position in `attempts`, those whose lease was still
+    /// ours, each with the delivery it handed off.
+    private static func recordStatement(
+        _ attempts: [RecordedAttempt], on connection: PostgresConnection, logger: Logger
+    ) async throws -> [Int: [Int64]] {
         let rows = try jsonRows(attempts.enumerated().map(RecordedAttempt.Row.init))
         let result = try await connection.query("""
             WITH input AS (
                 SELECT * FROM jsonb_to_recordset(\(rows)::jsonb) AS x(
                     position int, delivery_id bigint, owner text, status text, delay float8, started_at float8,
                     duration_ms int, status_code int, error_kind text, error text, response_head text,
-                    subscription_id text, user_id text, effect text, gone_reason text, overdue float8)
+                    subscription_id text, user_id text, effect text, gone_reason text, overdue float8,
+                    hand_owner text, hand_lease float8)
             ), updated AS (
                 UPDATE deliveries d
                 SET status = x.status, due_at = now() + make_interval(secs => x.delay),
@@ -135,18 +166,36 @@ extension PostgresEventStore: DeliveryStore {
             ), unparked AS (
                 -- A delivery final now lets the next one of its queue go, if it was parked
                 -- behind it (the claim parks it again if something else still blocks it).
-                UPDATE deliveries d SET parked_at = NULL, due_at = now()
-                FROM (SELECT DISTINCT subscription_id, user_id FROM kept WHERE status <> 'pending') q
-                CROSS JOIN LATERAL (
-                    SELECT p.id FROM deliveries p
-                    WHERE p.user_id = q.user_id AND p.subscription_id = q.subscription_id
-                      AND p.status = 'pending' AND p.parked_at IS NOT NULL
-                    ORDER BY p.sequence LIMIT 1) head
-                WHERE d.id = head.id
+                -- With a hand-off it is leased at once, unless an earlier event of the user
+                -- still awaits verification: that one the claim decides.
+                UPDATE deliveries d
+                SET parked_at = NULL,
+                    due_at = now() + make_interval(secs => coalesce(h.lease, 0)),
+                    lease_owner = h.owner,
+                    lease_expires_at = now() + make_interval(secs => h.lease),
+                    attempts = d.attempts + CASE WHEN h.owner IS NOT NULL THEN 1 ELSE 0 END
+                FROM (
+                    SELECT head.id, q.position,
+                           CASE WHEN NOT head.waiting THEN q.hand_owner END AS owner,
+                           CASE WHEN NOT head.waiting THEN q.hand_lease END AS lease
+                    FROM (SELECT DISTINCT ON (subscription_id, user_id) subscription_id, user_id, position, hand_owner, hand_lease
+                          FROM kept WHERE status <> 'pending' ORDER BY subscription_id, user_id, position) q
+                    JOIN subscriptions s ON s.id = q.subscription_id
+                    CROSS JOIN LATERAL (
+                        SELECT p.id, EXISTS (SELECT 1 FROM events e
+                                             WHERE e.user_id = p.user_id AND e.sequence < p.sequence
+                                               AND e.status = 'pending' AND e.type = ANY (s.event_types)) AS waiting
+                        FROM deliveries p
+                        WHERE p.user_id = q.user_id AND p.subscription_id = q.subscription_id
+                          AND p.status = 'pending' AND p.parked_at IS NOT NULL
+                        ORDER BY p.sequence LIMIT 1) head
+                ) h
+                WHERE d.id = h.id
                   AND NOT EXISTS (SELECT 1 FROM deliveries p
                                   WHERE p.subscription_id = d.subscription_id AND p.user_id = d.user_id
                                     AND p.sequence < d.sequence AND p.status = 'pending'
                                     AND p.id NOT IN (SELECT delivery_id FROM kept WHERE status <> 'pending'))
+                RETURNING d.id, h.position, d.lease_owner
             ), summary AS (
                 SELECT subscription_id,
                        bool_or(effect = 'succeeded') AS any_success,
@@ -192,7 +241,8 @@ extension PostgresEventStore: DeliveryStore {
                     updated_at = CASE WHEN c.gone_reason IS NOT NULL THEN now() ELSE s.updated_at END
                 FROM changing c WHERE s.id = c.id
             )
-            SELECT position FROM updated
+            SELECT u.position, ARRAY(SELECT n.id FROM unparked n WHERE n.position = u.position AND n.lease_owner IS NOT NULL)
+            FROM updated u
             """, logger: logger)
         return try await positions(result)
     }
@@ -277,6 +327,7 @@ struct RecordedAttempt: Sendable {
     let attempt: DeliveryAttempt
     let next: DeliveryNext
     let disableAfter: Duration
+    let handOff: DeliveryHandOff?
 
     struct Row: Encodable {
         let position: Int
@@ -297,6 +348,9 @@ struct RecordedAttempt: Sendable {
         let effect: String
         let gone_reason: String?
         let overdue: Double
+        /// Who leases the next delivery of the queue at once, and for how long.
+        let hand_owner: String?
+        let hand_lease: Double?
 
         init(_ position: Int, _ recorded: RecordedAttempt) {
             self.position = position
@@ -319,6 +373,8 @@ struct RecordedAttempt: Sendable {
             error = attempt.error
             response_head = attempt.responseHead
             overdue = recorded.disableAfter.seconds
+            hand_owner = recorded.handOff?.owner
+            hand_lease = recorded.handOff?.lease.seconds
         }
     }
 }

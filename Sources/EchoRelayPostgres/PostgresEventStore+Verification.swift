@@ -44,8 +44,10 @@ extension PostgresEventStore {
         }
     }
 
-    public func finishVerification(_ task: VerificationTask, owner: String, outcome: VerificationOutcome) async throws -> Bool {
-        try await finishes.submit(VerificationFinish(task: task, owner: owner, outcome: outcome))
+    public func finishVerification(
+        _ task: VerificationTask, owner: String, outcome: VerificationOutcome, handOff: DeliveryHandOff?
+    ) async throws -> FinishedWork {
+        try await finishes.submit(VerificationFinish(task: task, owner: owner, outcome: outcome, handOff: handOff))
     }
 
     /// Records a batch of outcomes (group commit: see `PostgresEventStore.finishes`). A user
@@ -55,7 +57,7 @@ extension PostgresEventStore {
     /// gets its own answer.
     static func finishBatch(
         _ finishes: [VerificationFinish], on connection: PostgresConnection, wakes: WakeLimiter?, logger: Logger
-    ) async -> [Result<Bool, any Error>] {
+    ) async -> [Result<FinishedWork, any Error>] {
         var rounds: [[Int]] = []
         var verifiedPerUser: [String: Int] = [:]
         for (index, finish) in finishes.enumerated() {
@@ -67,7 +69,7 @@ extension PostgresEventStore {
             if round == rounds.count { rounds.append([]) }
             rounds[round].append(index)
         }
-        var answers: [(index: Int, result: Result<Bool, any Error>)] = []
+        var answers: [(index: Int, result: Result<FinishedWork, any Error>)] = []
         for round in rounds {
             let results = await writeLeased(round.map { finishes[$0] }, "verification outcomes", logger: logger) {
                 try await finishRound($0, on: connection, wakePayload: wakes?.next(), logger: logger)
@@ -83,20 +85,22 @@ extension PostgresEventStore {
     /// confirmed token, the user's state (only a newer sequence moves it) and one delivery
     /// per enabled subscription that wants the type. Rows shared between batches (tokens,
     /// users) are written in key order, so two rounds never wait on each other in a cycle.
-    /// Returns the positions in `finishes` of those whose lease was still ours (by position:
-    /// a stale claim of the same item in the batch does not count).
+    /// A new delivery that may go at once — a queue's head, of a subscription under its cap —
+    /// is written leased to the finish's hand-off owner, if it has one. Answers, by position
+    /// in `finishes`, those whose lease was still ours (a stale claim of the same item in the
+    /// batch does not count), each with the deliveries it handed off.
     /// With a `wakePayload`, a round that makes deliveries due notifies the other processes'
     /// delivery workers inside its own transaction.
     private static func finishRound(
         _ finishes: [VerificationFinish], on connection: PostgresConnection, wakePayload: String?, logger: Logger
-    ) async throws -> Set<Int> {
+    ) async throws -> [Int: [Int64]] {
         let rows = try jsonRows(finishes.enumerated().map(VerificationFinish.Row.init))
         let result = try await connection.query("""
             WITH input AS (
                 SELECT * FROM jsonb_to_recordset(\(rows)::jsonb) AS x(
                     position int, item bigint, owner text, event_id text, user_id text, sequence bigint, type text, occurred_at float8,
                     status text, reason text, verified boolean, provider_user_id text, provider_phone text,
-                    token_hash text, state text, user_phone text)
+                    token_hash text, state text, user_phone text, hand_owner text, hand_lease float8, hand_cap int)
             ), kept AS (
                 DELETE FROM work_items w USING input x
                 WHERE w.id = x.item AND w.lease_owner = x.owner
@@ -129,26 +133,40 @@ extension PostgresEventStore {
                 WHERE users.last_sequence < EXCLUDED.last_sequence
             ), fanned_out AS (
                 -- Parked behind an earlier pending delivery of the queue, or an earlier event
-                -- of a wanted type still awaiting verification (this round's are final).
-                INSERT INTO deliveries (event_id, subscription_id, user_id, sequence, webhook_id, parked_at)
-                SELECT f.event_id, s.id, f.user_id, f.sequence, 'msg_' || substr(md5(f.event_id || '/' || s.id), 1, 26),
-                       CASE WHEN s.ordered AND (
-                                EXISTS (SELECT 1 FROM deliveries p
-                                        WHERE p.subscription_id = s.id AND p.user_id = f.user_id
-                                          AND p.sequence < f.sequence AND p.status = 'pending')
-                             OR EXISTS (SELECT 1 FROM events e
-                                        WHERE e.user_id = f.user_id AND e.sequence < f.sequence AND e.status = 'pending'
-                                          AND e.type = ANY (s.event_types)
-                                          AND e.id NOT IN (SELECT event_id FROM finished)))
-                            THEN now() END
-                FROM finished f JOIN subscriptions s
-                  ON s.enabled AND s.deleted_at IS NULL AND f.type = ANY (s.event_types)
-                WHERE f.verified
+                -- of a wanted type still awaiting verification (this round's are final);
+                -- otherwise due, and leased at once to the hand-off's owner if its
+                -- subscription is under the cap.
+                INSERT INTO deliveries (event_id, subscription_id, user_id, sequence, webhook_id, parked_at,
+                                        due_at, lease_owner, lease_expires_at, attempts)
+                SELECT n.event_id, n.subscription_id, n.user_id, n.sequence, n.webhook_id,
+                       CASE WHEN n.blocked THEN now() END,
+                       CASE WHEN n.leased THEN now() + make_interval(secs => n.hand_lease) ELSE now() END,
+                       CASE WHEN n.leased THEN n.hand_owner END,
+                       CASE WHEN n.leased THEN now() + make_interval(secs => n.hand_lease) END,
+                       CASE WHEN n.leased THEN 1 ELSE 0 END
+                FROM (SELECT b.*, NOT b.blocked AND b.hand_owner IS NOT NULL AND b.hand_cap > (
+                                 SELECT count(*) FROM deliveries l
+                                 WHERE l.subscription_id = b.subscription_id AND l.status = 'pending'
+                                   AND l.lease_owner IS NOT NULL AND l.lease_expires_at > now()) AS leased
+                      FROM (SELECT f.event_id, s.id AS subscription_id, f.user_id, f.sequence, f.hand_owner, f.hand_lease, f.hand_cap,
+                                   'msg_' || substr(md5(f.event_id || '/' || s.id), 1, 26) AS webhook_id,
+                                   s.ordered AND (
+                                       EXISTS (SELECT 1 FROM deliveries p
+                                               WHERE p.subscription_id = s.id AND p.user_id = f.user_id
+                                                 AND p.sequence < f.sequence AND p.status = 'pending')
+                                    OR EXISTS (SELECT 1 FROM events e
+                                               WHERE e.user_id = f.user_id AND e.sequence < f.sequence AND e.status = 'pending'
+                                                 AND e.type = ANY (s.event_types)
+                                                 AND e.id NOT IN (SELECT event_id FROM finished))) AS blocked
+                            FROM finished f JOIN subscriptions s
+                              ON s.enabled AND s.deleted_at IS NULL AND f.type = ANY (s.event_types)
+                            WHERE f.verified) b) n
                 ON CONFLICT (event_id, subscription_id) WHERE replay_id IS NULL DO NOTHING
-                RETURNING parked_at
+                RETURNING id, event_id, parked_at, lease_owner
             ), woken AS (
                 SELECT pg_notify('\(unescaped: PostgresWorkNotifications.channel)', \(wakePayload))
-                FROM (SELECT FROM fanned_out WHERE parked_at IS NULL LIMIT 1) anything_due WHERE \(wakePayload)::text IS NOT NULL
+                FROM (SELECT FROM fanned_out WHERE parked_at IS NULL AND lease_owner IS NULL LIMIT 1) anything_due
+                WHERE \(wakePayload)::text IS NOT NULL
             ), unparked AS (
                 -- These events are final now: each queue of their users whose head was parked
                 -- behind one of them may go on (the claim parks it again if it is still blocked).
@@ -166,7 +184,8 @@ extension PostgresEventStore {
                                   WHERE p.subscription_id = d.subscription_id AND p.user_id = d.user_id
                                     AND p.sequence < d.sequence AND p.status = 'pending')
             )
-            SELECT position FROM kept CROSS JOIN (SELECT count(*) FROM woken) sent
+            SELECT f.position, ARRAY(SELECT o.id FROM fanned_out o WHERE o.event_id = f.event_id AND o.lease_owner IS NOT NULL)
+            FROM finished f CROSS JOIN (SELECT count(*) FROM woken) sent
             """, logger: logger)
         return try await positions(result)
     }
@@ -239,6 +258,7 @@ struct VerificationFinish: Sendable {
     let task: VerificationTask
     let owner: String
     let outcome: VerificationOutcome
+    let handOff: DeliveryHandOff?
 
     struct Row: Encodable {
         let position: Int
@@ -259,6 +279,11 @@ struct VerificationFinish: Sendable {
         /// The user's state and phone number if this verified event moves them.
         let state: String
         let user_phone: String?
+        /// The hand-off: who leases the new deliveries that may go at once, for how long, and
+        /// the subscription's cap.
+        let hand_owner: String?
+        let hand_lease: Double?
+        let hand_cap: Int?
 
         init(_ position: Int, _ finish: VerificationFinish) {
             let task = finish.task, outcome = finish.outcome
@@ -279,6 +304,9 @@ struct VerificationFinish: Sendable {
             token_hash = outcome.confirmedTokenHash.map { Data($0).base64EncodedString() }
             state = (deactivates ? UserState.State.deactivated : .active).rawValue
             user_phone = deactivates ? nil : outcome.providerPhoneNumber
+            hand_owner = finish.handOff?.owner
+            hand_lease = finish.handOff?.lease.seconds
+            hand_cap = finish.handOff?.perSubscriptionCap
         }
     }
 }

@@ -14,9 +14,9 @@ public struct PostgresEventStore: EventStore {
     /// Concurrent ingests share statements and commits (group commit): see `ingestBatch`.
     private let ingests: GroupCommit<IncomingEvent, IngestReceipt>
     /// Verification outcomes finished at about the same time share one statement: see `finishBatch`.
-    let finishes: GroupCommit<VerificationFinish, Bool>
+    let finishes: GroupCommit<VerificationFinish, FinishedWork>
     /// Delivery attempts recorded at about the same time share one statement: see `recordBatch`.
-    let attempts: GroupCommit<RecordedAttempt, Bool>
+    let attempts: GroupCommit<RecordedAttempt, FinishedWork>
 
     /// - ingestWait: how long an ingest waits for its commit before `TimeoutError` (a 503:
     ///   nothing stored, the provider retries): a database that does not answer is an outage,

@@ -129,7 +129,20 @@ extension SQLiteEventStore {
         }
     }
 
+    /// The embedded store hands nothing off (see `finishVerification`).
     public func recordDeliveryAttempt(
+        _ task: DeliveryTask, owner: String, attempt: DeliveryAttempt, next: DeliveryNext, disableAfter: Duration,
+        handOff: DeliveryHandOff?
+    ) async throws -> FinishedWork {
+        FinishedWork(kept: try await record(task, owner: owner, attempt: attempt, next: next, disableAfter: disableAfter))
+    }
+
+    /// Nothing is handed off in the embedded store, so nothing is leased this way.
+    public func leasedDeliveries(ids: [Int64], owner: String) async throws -> [DeliveryTask] {
+        []
+    }
+
+    private func record(
         _ task: DeliveryTask, owner: String, attempt: DeliveryAttempt, next: DeliveryNext, disableAfter: Duration
     ) async throws -> Bool {
         let status = next.status.rawValue, delay = next.retryDelay

@@ -44,9 +44,13 @@ extension SQLiteEventStore {
         }
     }
 
-    /// Outcomes finished at about the same time share one transaction (group commit).
-    public func finishVerification(_ task: VerificationTask, owner: String, outcome: VerificationOutcome) async throws -> Bool {
-        try await finishes.submit(VerificationFinish(task: task, owner: owner, outcome: outcome))
+    /// Outcomes finished at about the same time share one transaction (group commit). The
+    /// embedded store hands nothing off: its one process claims the deliveries it makes, and
+    /// a claim here is a local read, not a round trip.
+    public func finishVerification(
+        _ task: VerificationTask, owner: String, outcome: VerificationOutcome, handOff: DeliveryHandOff?
+    ) async throws -> FinishedWork {
+        FinishedWork(kept: try await finishes.submit(VerificationFinish(task: task, owner: owner, outcome: outcome)))
     }
 
     /// One outcome inside the caller's transaction; false, writing nothing, when the lease is no longer `owner`'s.

@@ -111,16 +111,6 @@ public enum EchoRelayServer {
         workerConfiguration.concurrency = configuration.echo.concurrency
         workerConfiguration.pollInterval = configuration.echo.pollInterval
         workerConfiguration.shutdownGrace = configuration.shutdownGrace
-        let verifyWorker = VerifyWorker(
-            store: store,
-            policy: EchoPolicy(allowedHosts: configuration.echo.allowedHosts, allowHTTP: configuration.echo.allowHTTP,
-                               consumerKey: configuration.echo.consumerKey),
-            echoTimeout: configuration.echo.timeout, wake: wake, configuration: workerConfiguration,
-            owner: processID, ready: schemaReady,
-            // Other processes are woken by the outcome's own statement (`wakeOnOutcomes`).
-            deliveriesCreated: { deliveryWake.wake() },
-            metrics: metrics, logger: logger
-        )
         var deliveryConfiguration = DeliveryWorkerConfiguration()
         deliveryConfiguration.lease = configuration.echo.lease
         deliveryConfiguration.timeout = configuration.delivery.timeout
@@ -131,8 +121,21 @@ public enum EchoRelayServer {
         deliveryConfiguration.concurrency = configuration.delivery.concurrency
         deliveryConfiguration.perSubscriptionConcurrency = configuration.delivery.perSubscriptionConcurrency
         deliveryConfiguration.allowPrivateSubscribers = configuration.delivery.allowPrivateSubscribers
+        // Both workers run in the same processes: what this process verifies, it delivers.
+        let handOffs = DeliveryWorker.inbox(owner: processID, configuration: deliveryConfiguration)
+        let verifyWorker = VerifyWorker(
+            store: store,
+            policy: EchoPolicy(allowedHosts: configuration.echo.allowedHosts, allowHTTP: configuration.echo.allowHTTP,
+                               consumerKey: configuration.echo.consumerKey),
+            echoTimeout: configuration.echo.timeout, wake: wake, configuration: workerConfiguration,
+            owner: processID, ready: schemaReady,
+            // Other processes are woken by the outcome's own statement (`wakeOnOutcomes`).
+            deliveriesCreated: { deliveryWake.wake() }, handOffs: handOffs,
+            metrics: metrics, logger: logger
+        )
         let deliveryWorker = DeliveryWorker(
-            store: store, wake: deliveryWake, configuration: deliveryConfiguration, owner: processID, ready: schemaReady,
+            store: store, wake: deliveryWake, configuration: deliveryConfiguration, owner: processID, handOffs: handOffs,
+            ready: schemaReady,
             metrics: metrics, logger: logger
         )
         let replayWorker = ReplayWorker(

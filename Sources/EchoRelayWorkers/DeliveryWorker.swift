@@ -2,6 +2,7 @@ import EchoRelayCore
 import Foundation
 import Logging
 import ServiceLifecycle
+import Synchronization
 
 /// Settings of the delivery workers.
 public struct DeliveryWorkerConfiguration: Sendable {
@@ -41,9 +42,14 @@ public struct DeliveryWorker: Service, CustomStringConvertible {
     let signingKeys = BoundedCache<Secret, WebhookSecret>(capacity: 256)
     let addressChecks = AddressChecks(policy: SubscriberURLPolicy(allowPrivate: false))
     let summary = DeliverySummary()
+    /// Deliveries leased to this process as they were written, to send without a claim.
+    let handOffs: DeliveryInbox
+    let claims = ClaimPacing()
 
     public init(store: any DeliveryStore, wake: WakeSignal, configuration: DeliveryWorkerConfiguration, owner: String,
-                ready: Gate = Gate(open: true), metrics: RelayMetrics = RelayMetrics(), logger: Logger) {
+                handOffs: DeliveryInbox? = nil, ready: Gate = Gate(open: true), metrics: RelayMetrics = RelayMetrics(),
+                logger: Logger) {
+        self.handOffs = handOffs ?? Self.inbox(owner: owner, configuration: configuration)
         self.metrics = metrics
         self.store = store
         self.wake = wake
@@ -63,8 +69,7 @@ public struct DeliveryWorker: Service, CustomStringConvertible {
             await withDiscardingTaskGroup { group in
                 group.addTask { await sweepParked(until: { stopping.isSet }) }
                 await loop.run(until: { stopping.isSet }) { free in
-                    try await store.claimDeliveries(owner: owner, limit: free, lease: configuration.lease,
-                                                    perSubscriptionCap: configuration.perSubscriptionConcurrency)
+                    try await nextDeliveries(upTo: free)
                 } process: { task in
                     await deliver(task, client: client)
                 }
@@ -75,6 +80,26 @@ public struct DeliveryWorker: Service, CustomStringConvertible {
             ready.open()
         }
         await client.shutdown()
+    }
+
+    /// The inbox a worker with this owner and configuration hands off to.
+    public static func inbox(owner: String, configuration: DeliveryWorkerConfiguration) -> DeliveryInbox {
+        DeliveryInbox(handOff: DeliveryHandOff(owner: owner, lease: configuration.lease,
+                                               perSubscriptionCap: configuration.perSubscriptionConcurrency),
+                      capacity: configuration.concurrency)
+    }
+
+    /// What to send next: the deliveries handed off to this process first, then a claim for
+    /// the rest of the free slots — when nothing was handed off (a wake from elsewhere, the
+    /// poll), or the last claim came back full, or a poll interval has passed since it.
+    func nextDeliveries(upTo free: Int) async throws -> [DeliveryTask] {
+        let handed = try await store.leasedDeliveries(ids: handOffs.take(upTo: free), owner: owner)
+        let room = free - handed.count
+        guard room > 0, handed.isEmpty || claims.due(every: configuration.pollInterval) else { return handed }
+        let claimed = try await store.claimDeliveries(owner: owner, limit: room, lease: configuration.lease,
+                                                      perSubscriptionCap: configuration.perSubscriptionConcurrency)
+        claims.claimed(full: claimed.count == room)
+        return handed + claimed
     }
 
     /// The safety net of parking (`DeliveryStore.unparkStrandedDeliveries`): every poll
@@ -147,11 +172,13 @@ public struct DeliveryWorker: Service, CustomStringConvertible {
             error: answer.error, responseHead: answer.responseHead
         )
         do {
-            guard try await store.recordDeliveryAttempt(task, owner: owner, attempt: attempt, next: next,
-                                                        disableAfter: configuration.disableAfter) else {
+            let written = try await store.recordDeliveryAttempt(task, owner: owner, attempt: attempt, next: next,
+                                                                disableAfter: configuration.disableAfter, handOff: handOffs.request())
+            guard written.kept else {
                 logger.warning("lease lost before the attempt was recorded; another worker has the delivery")
                 return false
             }
+            handOffs.add(written.handedOff)
         } catch {
             logger.error("recording the delivery attempt failed", metadata: ["error": "\(error)"])
             return false
@@ -204,5 +231,22 @@ public struct DeliveryWorker: Service, CustomStringConvertible {
             let kind: DeliveryErrorKind = problem.reason.contains("resolve") ? .dns : .refusedAddress
             return .init(errorKind: kind, error: "the subscriber's address \(problem.reason)")
         }
+    }
+}
+
+/// When the delivery worker claims although deliveries were handed to it: River's producer
+/// fetches again only after a full fetch; here also once per poll interval, for work only a
+/// claim finds (expired leases, retries come due, other processes' deliveries).
+final class ClaimPacing: Sendable {
+    private let state = Mutex<(at: ContinuousClock.Instant?, full: Bool)>((nil, false))
+
+    func due(every interval: Duration) -> Bool {
+        state.withLock { state in
+            state.full || state.at.map { ContinuousClock.now - $0 >= interval } ?? true
+        }
+    }
+
+    func claimed(full: Bool) {
+        state.withLock { $0 = (ContinuousClock.now, full) }
     }
 }

@@ -38,14 +38,18 @@ public struct VerifyWorker: Service, CustomStringConvertible {
     let ready: Gate
     /// Called after a verification that may have created deliveries committed.
     let deliveriesCreated: @Sendable () -> Void
+    /// Where the deliveries an outcome leases to this process go (nil: none are handed off).
+    let handOffs: DeliveryInbox?
     let metrics: RelayMetrics
     let logger: Logger
 
     public init(
         store: any EventStore, policy: EchoPolicy, echoTimeout: Duration, wake: WakeSignal,
         configuration: VerifyWorkerConfiguration, owner: String, ready: Gate = Gate(open: true),
-        deliveriesCreated: @escaping @Sendable () -> Void = {}, metrics: RelayMetrics = RelayMetrics(), logger: Logger
+        deliveriesCreated: @escaping @Sendable () -> Void = {}, handOffs: DeliveryInbox? = nil,
+        metrics: RelayMetrics = RelayMetrics(), logger: Logger
     ) {
+        self.handOffs = handOffs
         self.metrics = metrics
         self.ready = ready
         self.deliveriesCreated = deliveriesCreated
@@ -135,9 +139,11 @@ public struct VerifyWorker: Service, CustomStringConvertible {
 
     private func finish(_ task: VerificationTask, _ outcome: VerificationOutcome, logger: Logger) async {
         do {
-            if try await store.finishVerification(task, owner: owner, outcome: outcome) {
+            let written = try await store.finishVerification(task, owner: owner, outcome: outcome, handOff: handOffs?.request())
+            if written.kept {
                 logger.info("event \(outcome.status.rawValue)", metadata: ["verify.reason": "\(outcome.reason.rawValue)"])
                 metrics.verificationFinished(status: outcome.status, reason: outcome.reason.rawValue)
+                handOffs?.add(written.handedOff)
                 if outcome.status == .verified { deliveriesCreated() }
             } else {
                 logger.warning("lease lost before the outcome was recorded; another worker has the event")

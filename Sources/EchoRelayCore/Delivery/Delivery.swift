@@ -145,16 +145,57 @@ public struct DeliveryRecord: Sendable, Equatable {
     }
 }
 
+/// Asks a write that makes deliveries due (a verification outcome, an attempt that ends a
+/// delivery) to lease them to this process as it writes them, so that they are sent at once
+/// without a claim. Only what may go now is leased — a queue's head, of a subscription with
+/// fewer than `perSubscriptionCap` in flight — and the lease is durable: if the process dies
+/// before sending, the lease lapses and any process claims the delivery (same webhook-id).
+public struct DeliveryHandOff: Sendable, Equatable {
+    public var owner: String
+    public var lease: Duration
+    public var perSubscriptionCap: Int
+
+    public init(owner: String, lease: Duration, perSubscriptionCap: Int) {
+        self.owner = owner
+        self.lease = lease
+        self.perSubscriptionCap = perSubscriptionCap
+    }
+}
+
+/// What a write of finished work answered: whether the lease was still ours (else nothing
+/// was written), and the deliveries it leased to the hand-off's owner, to send now.
+public struct FinishedWork: Sendable, Equatable {
+    public var kept: Bool
+    public var handedOff: [Int64]
+
+    public init(kept: Bool, handedOff: [Int64] = []) {
+        self.kept = kept
+        self.handedOff = handedOff
+    }
+}
+
+extension DeliveryStore {
+    /// Records an attempt without a hand-off: true if the lease was still ours.
+    public func recordDeliveryAttempt(_ task: DeliveryTask, owner: String, attempt: DeliveryAttempt, next: DeliveryNext,
+                                      disableAfter: Duration) async throws -> Bool {
+        try await recordDeliveryAttempt(task, owner: owner, attempt: attempt, next: next, disableAfter: disableAfter, handOff: nil).kept
+    }
+}
+
 /// The storage of deliveries.
 public protocol DeliveryStore: Sendable {
     /// Leases up to `limit` deliveries that may be sent now: due, of an enabled subscription,
     /// within its concurrency cap, and — for an ordered subscription — with every earlier
     /// event of the user final for it (DESIGN.md, Order).
     func claimDeliveries(owner: String, limit: Int, lease: Duration, perSubscriptionCap: Int) async throws -> [DeliveryTask]
-    /// Records one attempt and what follows, in one transaction. False if the lease was lost.
-    /// A failure older than `disableAfter` since the last success disables the subscription.
+    /// Records one attempt and what follows, in one transaction. `kept` is false if the lease
+    /// was lost. A failure older than `disableAfter` since the last success disables the
+    /// subscription. A delivery final now lets the next one of its queue go; with a
+    /// `handOff`, that one is leased to its owner at once and listed.
     func recordDeliveryAttempt(_ task: DeliveryTask, owner: String, attempt: DeliveryAttempt, next: DeliveryNext,
-                               disableAfter: Duration) async throws -> Bool
+                               disableAfter: Duration, handOff: DeliveryHandOff?) async throws -> FinishedWork
+    /// The deliveries leased to `owner` by a hand-off, to send: those of `ids` it still holds.
+    func leasedDeliveries(ids: [Int64], owner: String) async throws -> [DeliveryTask]
     /// The safety net of parking (only a queue's head is due): unparks the parked deliveries
     /// that nothing blocks any more, parked since `parkedSince` (nil: all of them). A park
     /// that raced with its blocker becoming final in another transaction is found here.

@@ -1,0 +1,85 @@
+import EchoRelayCore
+import EchoRelayPostgres
+import Foundation
+import PostgresNIO
+import TestSupport
+import Testing
+
+/// Deliveries leased as they are written (`DeliveryHandOff`): what may go at once goes to the
+/// hand-off's owner without a claim; what must wait, or would pass a cap, does not; and a
+/// lease whose process died lapses to any other process with the same webhook-id.
+@Suite struct HandOffTests {
+    static func withStore(_ body: @Sendable (PostgresEventStore, PostgresClient) async throws -> Void) async throws {
+        try await TestDatabase.withFresh { database in
+            try await database.withClient { client in
+                _ = try await Migrator(client: client, logger: TestLogger.quiet).migrate()
+                try await body(PostgresEventStore(client: client, logger: TestLogger.quiet), client)
+            }
+        }
+    }
+
+    static func verified(_ task: VerificationTask) -> VerificationOutcome {
+        VerificationOutcome(status: .verified, reason: .providerConfirmed, providerUserID: task.userID)
+    }
+
+    @Test func anOutcomeLeasesItsNewQueueHeadsAndAnEndedDeliveryLeasesTheNext() async throws {
+        try await Self.withStore { store, _ in
+            _ = try await store.subscribe(ordered: true)
+            for (id, user) in [("a1", "a"), ("a2", "a"), ("b1", "b")] { try await store.ingest(id, user: user) }
+            let handOff = DeliveryHandOff(owner: "p1", lease: .seconds(60), perSubscriptionCap: 8)
+            var handed: [Int64] = []
+            for task in try await store.claimVerifications(owner: "p1", limit: 10, lease: .seconds(60)) {
+                let written = try await store.finishVerification(task, owner: "p1", outcome: Self.verified(task), handOff: handOff)
+                #expect(written.kept)
+                handed += written.handedOff
+            }
+            let tasks = try await store.leasedDeliveries(ids: handed, owner: "p1")
+            #expect(tasks.map(\.eventID).sorted() == ["a1", "b1"], "a2 waits behind a1")
+            #expect(tasks.allSatisfy { $0.attempts == 1 })
+            #expect(try await store.leasedDeliveries(ids: handed, owner: "p2").isEmpty, "only the owner's leases")
+            #expect(try await store.claimAllDeliveries().isEmpty, "nothing left for a claim")
+
+            let a1 = try #require(tasks.first { $0.eventID == "a1" })
+            let attempt = DeliveryAttempt(startedAt: Date(), duration: .milliseconds(3), statusCode: 200, errorKind: nil,
+                                          error: nil, responseHead: nil)
+            let recorded = try await store.recordDeliveryAttempt(a1, owner: "p1", attempt: attempt, next: .delivered,
+                                                                 disableAfter: .seconds(86_400), handOff: handOff)
+            #expect(recorded.kept)
+            let next = try await store.leasedDeliveries(ids: recorded.handedOff, owner: "p1")
+            #expect(next.map(\.eventID) == ["a2"], "the next of a1's queue, leased as a1 ended")
+        }
+    }
+
+    @Test func aHandOffLeavesWhatWouldPassTheSubscriptionsCapToTheClaim() async throws {
+        try await Self.withStore { store, _ in
+            _ = try await store.subscribe(ordered: true)
+            for user in ["a", "b", "c"] { try await store.ingest("\(user)1", user: user) }
+            let handOff = DeliveryHandOff(owner: "p1", lease: .seconds(60), perSubscriptionCap: 2)
+            var handed: [Int64] = []
+            for task in try await store.claimVerifications(owner: "p1", limit: 10, lease: .seconds(60)) {
+                handed += try await store.finishVerification(task, owner: "p1", outcome: Self.verified(task), handOff: handOff).handedOff
+            }
+            #expect(handed.count == 2, "two in flight is the cap")
+            #expect(try await store.claimAllDeliveries(cap: 3).count == 1, "the third is due for a claim")
+        }
+    }
+
+    @Test func aHandedOffDeliveryWhoseProcessDiedIsClaimedByAnotherWithItsWebhookID() async throws {
+        try await Self.withStore { store, _ in
+            _ = try await store.subscribe(ordered: true)
+            try await store.ingest("a1", user: "a")
+            let task = try #require(try await store.claimVerifications(owner: "p1", limit: 1, lease: .seconds(60)).first)
+            let written = try await store.finishVerification(
+                task, owner: "p1", outcome: Self.verified(task),
+                handOff: DeliveryHandOff(owner: "p1", lease: .seconds(3), perSubscriptionCap: 8))
+            let handed = try await store.leasedDeliveries(ids: written.handedOff, owner: "p1")
+            #expect(handed.count == 1)
+            // p1 dies here, before sending: nothing else knows of the hand-off.
+            #expect(try await store.claimAllDeliveries().isEmpty, "leased to p1 for now")
+            try await Task.sleep(for: .milliseconds(3_300))
+            let claimed = try await store.claimAllDeliveries()
+            #expect(claimed.map(\.webhookID) == handed.map(\.webhookID))
+            #expect(claimed.first?.attempts == 2, "the lapsed hand-off counts as a try")
+        }
+    }
+}
