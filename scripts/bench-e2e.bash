@@ -40,19 +40,19 @@ start_nginx() {  # the provider and the subscribers, pinned to the client core
     : >"$E2E_NGINX/subscriber-a.log"
     : >"$E2E_NGINX/subscriber-b.log"
     taskset -c "$CLIENT_CPU" nginx -p "$E2E_NGINX" -c "$E2E_NGINX/nginx.conf" -e "$E2E_NGINX/nginx-error.log" \
-        -g 'daemon off;' </dev/null >"$OUT/e2e/nginx.out" 2>&1 &
+        -g 'daemon off;' </dev/null >"$E2E_NGINX/nginx.out" 2>&1 &
     NGINX_PID=$!
     until curl -fsS -o /dev/null --max-time 1 "http://127.0.0.1:$PROVIDER_PORT/1.1/account/verify_credentials.json" 2>/dev/null; do
-        kill -0 "$NGINX_PID" 2>/dev/null || { echo "bench: nginx did not start:" >&2; cat "$OUT/e2e/nginx.out" "$E2E_NGINX/nginx-error.log" >&2; exit 1; }
+        kill -0 "$NGINX_PID" 2>/dev/null || { echo "bench: nginx did not start:" >&2; cat "$E2E_NGINX"/nginx.out "$E2E_NGINX"/nginx-error.log >&2; exit 1; }
         sleep 0.1
     done
 }
-stop_nginx() {
+stop_nginx() {  # FOLDER: where its logs go
     [[ -n "${NGINX_PID:-}" ]] || return 0
     kill -QUIT "$NGINX_PID" 2>/dev/null || true
     wait "$NGINX_PID" 2>/dev/null || true
     NGINX_PID=""
-    cp "$E2E_NGINX"/subscriber-*.log "$E2E_NGINX/nginx-error.log" "$OUT/e2e/" 2>/dev/null || true
+    cp "$E2E_NGINX"/subscriber-*.log "$E2E_NGINX"/nginx.out "$E2E_NGINX"/nginx-error.log "$1" 2>/dev/null || true
 }
 
 subscribe() {  # NAME: an ordered subscription for /hooks/NAME; prints its id
@@ -182,6 +182,6 @@ e2e_part() {
     fi
     e2e_ceiling after
     stop_serve e2e
-    stop_nginx
+    stop_nginx "$OUT/e2e"
     python3 Benchmarks/e2e/report.py "$OUT" | tee "$OUT/e2e.md"
 }
