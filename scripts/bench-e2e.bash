@@ -14,7 +14,8 @@
 #   ceiling    pgbench Benchmarks/pgbench/ingest.sql at 32 clients, before and after the steps
 #   latency    E2E_LATENCY_RATE events/s (200) open loop: p50/p99 intended send → subscriber
 #   steps      the offered rate from E2E_START_RATE (100) up by half each step until a step is
-#              not sustained (analyse.py says what that means), then once halfway back
+#              not sustained (analyse.py says what that means), then once halfway back; at
+#              most E2E_MAX_STEPS (10)
 #   overload   twice the highest sustained rate for E2E_OVERLOAD_SECONDS (30): per 5 s,
 #              acknowledged and completed events and the backlog; 503s, losses, drain time
 # Every step drains (up to E2E_DRAIN_LIMIT s, 600) before the next. Each step window is
