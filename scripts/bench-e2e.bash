@@ -12,13 +12,15 @@
 #   lone       E2E_LONE events (50) one at a time, each after both subscribers have the
 #              previous: transaction ids and commits per event, and its latency
 #   ceiling    pgbench Benchmarks/pgbench/ingest.sql at 32 clients, before and after the steps
-#   latency    E2E_LATENCY_RATE events/s (200) open loop: p50/p99 intended send → subscriber
+#   latency    E2E_LATENCY_RATE events/s (200) open loop: p50/p99 intended send → subscriber,
+#              after a warm-up at that rate (ECHORELAY_BENCH_WARMUP s, at least 3)
 #   steps      the offered rate from E2E_START_RATE (100) up by half each step until a step is
 #              not sustained (analyse.py says what that means), then once halfway back; at
 #              most E2E_MAX_STEPS (10)
 #   overload   twice the highest sustained rate for E2E_OVERLOAD_SECONDS (30): per 5 s,
 #              acknowledged and completed events and the backlog; 503s, losses, drain time
-# Every step drains (up to E2E_DRAIN_LIMIT s, 600) before the next. Each step window is
+# Every step starts vacuumed, analysed and checkpointed (prepare_point) and drains (up to
+# E2E_DRAIN_LIMIT s, 600) before the next. Each step window is
 # E2E_SECONDS (default: the bench's SECONDS, at least 10). serve's peak RSS (VmHWM) after each.
 
 E2E_SECONDS="${E2E_SECONDS:-$(( SECONDS_EACH > 10 ? SECONDS_EACH : 10 ))}"
@@ -125,6 +127,7 @@ e2e_step() {  # KIND RATE SECONDS CODE CONNECTIONS: an open-loop step, drained; 
     local file="$WORK/$code.req" pace="$OUT/e2e/$code-pace.tsv" count
     count="$(python3 -c "print(int($rate * $seconds))")"
     make_e2e_events "$count" "$file" "$code"
+    prepare_point "$E2E_DB"   # as every ingest point: vacuumed, analysed, checkpointed
     e2e_counters_before
     local start=$EPOCHREALTIME pace_line wait_line
     pace_line="$(taskset -c "$CLIENT_CPU" python3 Benchmarks/e2e/pace.py "http://127.0.0.1:${SERVE_PORT[e2e]}" "$file" "$pace" \
@@ -160,6 +163,9 @@ e2e_part() {
 
     e2e_ceiling before
     e2e_lone
+    # A warm-up at the latency step's rate, as each ingest point has: the first paced load after
+    # the lone events meets tables PostgreSQL has not analysed since they held a few rows.
+    e2e_step warmup "$E2E_LATENCY_RATE" "$(( WARMUP > 3 ? WARMUP : 3 ))" warm 64
     e2e_step latency "$E2E_LATENCY_RATE" "$E2E_SECONDS" lat 64
     progress "e2e latency at $E2E_LATENCY_RATE events/s: p50 $(e2e_field p50_ms) ms, p99 $(e2e_field p99_ms) ms (pacer late p99 $(e2e_field pacer_late_p99_ms) ms)"
 
