@@ -19,9 +19,9 @@
 #              most E2E_MAX_STEPS (10)
 #   overload   twice the highest sustained rate for E2E_OVERLOAD_SECONDS (30): per 5 s,
 #              acknowledged and completed events and the backlog; 503s, losses, drain time
-# Every step starts vacuumed, analysed and checkpointed (prepare_point) and drains (up to
-# E2E_DRAIN_LIMIT s, 600) before the next. Each step window is
-# E2E_SECONDS (default: the bench's SECONDS, at least 10). serve's peak RSS (VmHWM) after each.
+# Every step starts vacuumed, analysed and checkpointed (prepare_point), lasts E2E_SECONDS
+# (default: the bench's SECONDS, at least 10) and drains (up to E2E_DRAIN_LIMIT s, 600) before
+# the next. serve's peak RSS (VmHWM) is read after each.
 
 E2E_SECONDS="${E2E_SECONDS:-$(( SECONDS_EACH > 10 ? SECONDS_EACH : 10 ))}"
 E2E_LONE="${E2E_LONE:-50}"
@@ -98,16 +98,16 @@ e2e_counters_after() {  # prints key=value for what changed since e2e_counters_b
 e2e_lone() {
     local file="$WORK/lone.req" pace="$OUT/e2e/lone-pace.tsv"
     make_e2e_events $(( E2E_LONE + 5 )) "$file" lone
-    # Five first, outside the counters: the first event of each user and subscription warms up.
+    # Five first, outside the counters: the first ones open serve's connections to the provider
+    # and the subscribers.
     taskset -c "$CLIENT_CPU" python3 Benchmarks/e2e/pace.py "http://127.0.0.1:${SERVE_PORT[e2e]}" <(tail -5 "$file") \
         "$OUT/e2e/lone-warm.tsv" --one-by-one 5 --logs "$(e2e_logs | tr ' ' ,)" >/dev/null
     # What serve does when idle, over the same wait, is counted apart so it can be told from the events.
     e2e_counters_before
     e2e_record "idle $(e2e_counters_after)"
     e2e_counters_before
-    local result
-    result="$(taskset -c "$CLIENT_CPU" python3 Benchmarks/e2e/pace.py "http://127.0.0.1:${SERVE_PORT[e2e]}" "$file" "$pace" \
-        --one-by-one "$E2E_LONE" --logs "$(e2e_logs | tr ' ' ,)" | tail -1)"
+    taskset -c "$CLIENT_CPU" python3 Benchmarks/e2e/pace.py "http://127.0.0.1:${SERVE_PORT[e2e]}" "$file" "$pace" \
+        --one-by-one "$E2E_LONE" --logs "$(e2e_logs | tr ' ' ,)" >/dev/null
     e2e_record "lone events=$E2E_LONE $(e2e_counters_after) $(python3 Benchmarks/e2e/analyse.py step "$pace" $(e2e_logs) --rate 1 --seconds 1 | cut -d' ' -f2-) peak_rss_mb=$(peak_rss_mb)"
     progress "e2e lone: $(tail -1 "$OUT/e2e/figures.txt" | grep -o 'xids=[0-9]* commits=[0-9]*') for $E2E_LONE events"
 }
