@@ -8,7 +8,8 @@
 # delivery's arrival time, webhook-id and body and check no signature. nginx and the pacer
 # (Benchmarks/e2e/pace.py, open loop over keep-alive connections) are pinned to the client core.
 #
-# Figures (bench-results/e2e/, table in bench-results/e2e.md, Benchmarks/e2e/report.py):
+# Figures (bench-results/e2e/, table in bench-results/e2e.md, Benchmarks/e2e/report.py; each
+# step's top statements from pg_stat_statements in e2e/statements-<step>.tsv):
 #   lone       E2E_LONE events (50) one at a time, each after both subscribers have the
 #              previous: transaction ids and commits per event, and its latency
 #   ceiling    pgbench Benchmarks/pgbench/ingest.sql at 32 clients, before and after the steps
@@ -129,12 +130,14 @@ e2e_step() {  # KIND RATE SECONDS CODE CONNECTIONS: an open-loop step, drained; 
     make_e2e_events "$count" "$file" "$code"
     prepare_point "$E2E_DB"   # as every ingest point: vacuumed, analysed, checkpointed
     e2e_counters_before
-    local start=$EPOCHREALTIME pace_line wait_line
+    sql "$E2E_DB" -c "SELECT pg_stat_statements_reset()" >/dev/null
+    local pace_line wait_line
     pace_line="$(taskset -c "$CLIENT_CPU" python3 Benchmarks/e2e/pace.py "http://127.0.0.1:${SERVE_PORT[e2e]}" "$file" "$pace" \
         --rate "$rate" --seconds "$seconds" --connections "$connections" | tail -1)"
     wait_line="$(taskset -c "$CLIENT_CPU" python3 Benchmarks/e2e/analyse.py wait "$pace" $(e2e_logs) --timeout "$E2E_DRAIN_LIMIT")"
     local counters analysis
     counters="$(e2e_counters_after)"
+    save_statements "$E2E_DB" "$OUT/e2e/statements-$code.tsv"
     if [[ "$kind" == overload ]]; then
         analysis="$(python3 Benchmarks/e2e/analyse.py overload "$pace" $(e2e_logs) --rate "$rate" --seconds "$seconds" --windows "$OUT/e2e/overload-windows.tsv")"
     else
