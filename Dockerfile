@@ -23,13 +23,12 @@ COPY Package.* ./
 RUN swift package resolve
 
 # Sources/ and Schema/ are what the binary is built from (Schema/'s SQL migrations are
-# embedded in it). Tests/ and Benchmarks/ are copied too although neither is built: the
-# manifest declares their targets (TestSupport and echorelay-bench with custom paths), and
-# SwiftPM refuses to load a package whose target folders are missing.
+# embedded in it). Tests/ is copied too although it is not built: the manifest declares its
+# targets (TestSupport with a custom path), and SwiftPM refuses to load a package whose
+# target folders are missing.
 COPY Sources ./Sources
 COPY Schema ./Schema
 COPY Tests ./Tests
-COPY Benchmarks ./Benchmarks
 
 # --static-swift-stdlib links the Swift runtime and Foundation into the binary, so the
 # run stage needs only libc, libstdc++ and libgcc_s.

@@ -25,7 +25,6 @@ let package = Package(
         .package(url: "https://github.com/vapor/sqlite-nio", from: "1.13.2"),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
-        .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.2.0"),  // latency percentiles in the benchmark
         .package(url: "https://github.com/hummingbird-project/swift-mustache", from: "2.1.1"),  // the support console's pages
     ],
     targets: [
@@ -136,29 +135,6 @@ let package = Package(
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
             ],
-            swiftSettings: swiftSettings
-        ),
-        // `echorelay-bench`: drives a release `echorelay serve` with stand-in providers and
-        // subscribers on loopback and prints throughput, latency, memory and storage figures
-        // (scripts/bench, BENCHMARKS.md).
-        .executableTarget(
-            name: "echorelay-bench",
-            dependencies: [
-                "EchoRelayCore",
-                "EchoRelayPostgres",
-                "TestSupport",  // Spawned (posix_spawn), freeLoopbackPort
-                .product(name: "Histogram", package: "hdrhistogram-swift"),
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "PostgresNIO", package: "postgres-nio"),
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "HTTPTypes", package: "swift-http-types"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
-                .product(name: "Logging", package: "swift-log"),
-            ],
-            path: "Benchmarks/EchoRelayBench",
             swiftSettings: swiftSettings
         ),
         .target(

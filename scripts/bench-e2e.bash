@@ -1,0 +1,197 @@
+# The `e2e` part of scripts/bench, which sources this file and calls e2e_part: EchoRelay from
+# ingest to two subscribers, against the light ingest ceiling of the same run. It uses
+# scripts/bench's helpers (sql, create_database, start_serve, pg_counters, ticks, progress…).
+#
+# The world: a release `serve --role all` on the durable PostgreSQL; two ordered
+# subscriptions for token.rotated and phone.changed; one nginx on loopback (Benchmarks/e2e/
+# nginx.conf) playing a fast OAuth Echo provider and both subscribers, which log each
+# delivery's arrival time, webhook-id and body and check no signature. nginx and the pacer
+# (Benchmarks/e2e/pace.py, open loop over keep-alive connections) are pinned to the client core.
+#
+# Figures (bench-results/e2e/, table in bench-results/e2e.md, Benchmarks/e2e/report.py; each
+# step's top statements from pg_stat_statements in e2e/statements-<step>.tsv):
+#   lone       E2E_LONE events (50) one at a time, each after both subscribers have the
+#              previous: transaction ids and commits per event, and its latency
+#   ceiling    pgbench Benchmarks/pgbench/ingest.sql at 32 clients, before and after the steps
+#   latency    E2E_LATENCY_RATE events/s (200) open loop: p50/p99 intended send → subscriber,
+#              after a warm-up at that rate (ECHORELAY_BENCH_WARMUP s, at least 3)
+#   steps      the offered rate from E2E_START_RATE (100) up by half each step until a step is
+#              not sustained (analyse.py says what that means), then once halfway back; at
+#              most E2E_MAX_STEPS (10)
+#   overload   twice the highest sustained rate for E2E_OVERLOAD_SECONDS (30): per 5 s,
+#              acknowledged and completed events and the backlog; 503s, losses, drain time
+# Every step starts vacuumed, analysed and checkpointed (prepare_point), lasts E2E_SECONDS
+# (default: the bench's SECONDS, at least 10) and drains (up to E2E_DRAIN_LIMIT s, 600) before
+# the next. serve's peak RSS (VmHWM) is read after each.
+
+E2E_SECONDS="${E2E_SECONDS:-$(( SECONDS_EACH > 10 ? SECONDS_EACH : 10 ))}"
+E2E_LONE="${E2E_LONE:-50}"
+E2E_LATENCY_RATE="${E2E_LATENCY_RATE:-200}"
+E2E_START_RATE="${E2E_START_RATE:-100}"
+E2E_MAX_STEPS="${E2E_MAX_STEPS:-10}"
+E2E_OVERLOAD_SECONDS="${E2E_OVERLOAD_SECONDS:-30}"
+E2E_DRAIN_LIMIT="${E2E_DRAIN_LIMIT:-600}"
+
+free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+
+start_nginx() {  # the provider and the subscribers, pinned to the client core
+    E2E_NGINX="$WORK/nginx"
+    mkdir -p "$E2E_NGINX/tmp"
+    PROVIDER_PORT="$(free_port)" SUBSCRIBER_PORT="$(free_port)"
+    sed -e "s#@DIR@#$E2E_NGINX#g; s#@PROVIDER_PORT@#$PROVIDER_PORT#g" \
+        -e "s#@SUBSCRIBER_PORT@#$SUBSCRIBER_PORT#g; s#@SINK_PORT@#$(free_port)#g" \
+        Benchmarks/e2e/nginx.conf >"$E2E_NGINX/nginx.conf"
+    : >"$E2E_NGINX/subscriber-a.log"
+    : >"$E2E_NGINX/subscriber-b.log"
+    taskset -c "$CLIENT_CPU" nginx -p "$E2E_NGINX" -c "$E2E_NGINX/nginx.conf" -e "$E2E_NGINX/nginx-error.log" \
+        -g 'daemon off;' </dev/null >"$E2E_NGINX/nginx.out" 2>&1 &
+    NGINX_PID=$!
+    until curl -fsS -o /dev/null --max-time 1 "http://127.0.0.1:$PROVIDER_PORT/1.1/account/verify_credentials.json" 2>/dev/null; do
+        kill -0 "$NGINX_PID" 2>/dev/null || { echo "bench: nginx did not start:" >&2; cat "$E2E_NGINX"/nginx.out "$E2E_NGINX"/nginx-error.log >&2; exit 1; }
+        sleep 0.1
+    done
+}
+stop_nginx() {  # FOLDER: where its logs go
+    [[ -n "${NGINX_PID:-}" ]] || return 0
+    kill -QUIT "$NGINX_PID" 2>/dev/null || true
+    wait "$NGINX_PID" 2>/dev/null || true
+    NGINX_PID=""
+    cp "$E2E_NGINX"/subscriber-*.log "$E2E_NGINX"/nginx.out "$E2E_NGINX"/nginx-error.log "$1" 2>/dev/null || true
+}
+
+subscribe() {  # NAME: an ordered subscription for /hooks/NAME; prints its id
+    curl -fsS -X POST -H "Authorization: Bearer $ADMIN_TOKEN" -H 'Content-Type: application/json' \
+        -d "{\"url\":\"http://127.0.0.1:$SUBSCRIBER_PORT/hooks/$1\",\"event_types\":[\"token.rotated\",\"phone.changed\"],\"ordered\":true}" \
+        "http://127.0.0.1:${SERVE_PORT[e2e]}/v1/subscriptions" | python3 -c 'import json, sys; print(json.load(sys.stdin)["id"])'
+}
+
+peak_rss_mb() { awk '/^VmHWM/ {printf "%.1f", $2 / 1024}' "/proc/${SERVE_PID[e2e]}/status"; }
+
+make_e2e_events() {  # COUNT FILE CODE
+    python3 Benchmarks/wrk/make-events.py "$1" "$2" --prefix "${RUN}e$3" \
+        --provider "http://127.0.0.1:$PROVIDER_PORT/1.1/account/verify_credentials.json"
+}
+
+# One line per measurement in e2e/figures.txt: "<kind> key=value …", read by report.py.
+e2e_record() { echo "$*" >>"$OUT/e2e/figures.txt"; }
+e2e_logs() { echo "$E2E_NGINX/subscriber-a.log" "$E2E_NGINX/subscriber-b.log"; }
+
+# Counters around a measurement: transaction ids, commits (after STATS_WAIT_IDLE, see
+# scripts/bench), CPU of serve and PostgreSQL.
+E2E_BEFORE=()
+e2e_counters_before() {
+    sleep "$STATS_WAIT_IDLE"
+    read -r -a E2E_BEFORE <<<"$(pg_counters "$E2E_DB") $(ticks "${SERVE_PID[e2e]}") $(pg_ticks)"
+    E2E_BEFORE_AT=$EPOCHREALTIME
+}
+e2e_counters_after() {  # prints key=value for what changed since e2e_counters_before
+    sleep "$STATS_WAIT_IDLE"
+    local -a a
+    read -r -a a <<<"$(pg_counters "$E2E_DB") $(ticks "${SERVE_PID[e2e]}") $(pg_ticks)"
+    local elapsed
+    elapsed="$(python3 -c "print(round($EPOCHREALTIME - $E2E_BEFORE_AT, 2))")"
+    local -a b=("${E2E_BEFORE[@]}")
+    echo "xids=$(( a[1] - b[1] )) commits=$(( a[2] - b[2] )) wal_bytes=$(( a[3] - b[3] ))" \
+        "serve_cpu_s=$(seconds_of "${b[7]}" "${a[7]}") pg_cpu_s=$(seconds_of "${b[8]:-}" "${a[8]:-}")" \
+        "counted_s=$elapsed"
+}
+
+e2e_lone() {
+    local file="$WORK/lone.req" pace="$OUT/e2e/lone-pace.tsv"
+    make_e2e_events $(( E2E_LONE + 5 )) "$file" lone
+    # Five first, outside the counters: the first ones open serve's connections to the provider
+    # and the subscribers.
+    taskset -c "$CLIENT_CPU" python3 Benchmarks/e2e/pace.py "http://127.0.0.1:${SERVE_PORT[e2e]}" <(tail -5 "$file") \
+        "$OUT/e2e/lone-warm.tsv" --one-by-one 5 --logs "$(e2e_logs | tr ' ' ,)" >/dev/null
+    # What serve does when idle, over the same wait, is counted apart so it can be told from the events.
+    e2e_counters_before
+    e2e_record "idle $(e2e_counters_after)"
+    e2e_counters_before
+    taskset -c "$CLIENT_CPU" python3 Benchmarks/e2e/pace.py "http://127.0.0.1:${SERVE_PORT[e2e]}" "$file" "$pace" \
+        --one-by-one "$E2E_LONE" --logs "$(e2e_logs | tr ' ' ,)" >/dev/null
+    e2e_record "lone events=$E2E_LONE $(e2e_counters_after) $(python3 Benchmarks/e2e/analyse.py step "$pace" $(e2e_logs) --rate 1 --seconds 1 | cut -d' ' -f2-) peak_rss_mb=$(peak_rss_mb)"
+    progress "e2e lone: $(tail -1 "$OUT/e2e/figures.txt" | grep -o 'xids=[0-9]* commits=[0-9]*') for $E2E_LONE events"
+}
+
+e2e_ceiling() {  # WHEN: the light ingest ceiling on a database of its own
+    local tag="ceiling-$1"
+    prepare_point "$E2E_CEILING_DB"
+    taskset -c "$CLIENT_CPU" pgbench -n -j1 -c"$CONNECTIONS" -M prepared -T "$WARMUP" -f Benchmarks/pgbench/ingest.sql "$E2E_CEILING_DB" >/dev/null 2>&1
+    taskset -c "$CLIENT_CPU" pgbench -n -j1 -c"$CONNECTIONS" -M prepared -T "$SECONDS_EACH" -f Benchmarks/pgbench/ingest.sql \
+        "$E2E_CEILING_DB" >"$OUT/e2e/$tag.txt" 2>&1 || { cat "$OUT/e2e/$tag.txt" >&2; exit 1; }
+    e2e_record "ceiling when=$1 tps=$(awk '/^tps/ {print $3}' "$OUT/e2e/$tag.txt")"
+    progress "e2e light ingest ceiling ($1): $(awk '/^tps/ {printf "%.0f", $3}' "$OUT/e2e/$tag.txt") tx/s"
+}
+
+e2e_step() {  # KIND RATE SECONDS CODE CONNECTIONS: an open-loop step, drained; prints analyse.py's line
+    local kind="$1" rate="$2" seconds="$3" code="$4" connections="$5"
+    local file="$WORK/$code.req" pace="$OUT/e2e/$code-pace.tsv" count
+    count="$(python3 -c "print(int($rate * $seconds))")"
+    make_e2e_events "$count" "$file" "$code"
+    prepare_point "$E2E_DB"   # as every ingest point: vacuumed, analysed, checkpointed
+    e2e_counters_before
+    sql "$E2E_DB" -c "SELECT pg_stat_statements_reset()" >/dev/null
+    local pace_line wait_line
+    pace_line="$(taskset -c "$CLIENT_CPU" python3 Benchmarks/e2e/pace.py "http://127.0.0.1:${SERVE_PORT[e2e]}" "$file" "$pace" \
+        --rate "$rate" --seconds "$seconds" --connections "$connections" | tail -1)"
+    wait_line="$(taskset -c "$CLIENT_CPU" python3 Benchmarks/e2e/analyse.py wait "$pace" $(e2e_logs) --timeout "$E2E_DRAIN_LIMIT")"
+    local counters analysis
+    counters="$(e2e_counters_after)"
+    save_statements "$E2E_DB" "$OUT/e2e/statements-$code.tsv"
+    if [[ "$kind" == overload ]]; then
+        analysis="$(python3 Benchmarks/e2e/analyse.py overload "$pace" $(e2e_logs) --rate "$rate" --seconds "$seconds" --windows "$OUT/e2e/overload-windows.tsv")"
+    else
+        analysis="$(python3 Benchmarks/e2e/analyse.py step "$pace" $(e2e_logs) --rate "$rate" --seconds "$seconds")"
+    fi
+    rm -f "$file"
+    e2e_record "$kind code=$code seconds=$seconds connections=$connections ${analysis#* } ${wait_line#wait } ${pace_line#pace } $counters peak_rss_mb=$(peak_rss_mb)"
+    E2E_LAST="$(tail -1 "$OUT/e2e/figures.txt")"
+}
+e2e_field() { grep -o "\b$1=[^ ]*" <<<"$E2E_LAST" | head -1 | cut -d= -f2; }  # NAME: from the last step
+
+e2e_part() {
+    mkdir -p "$OUT/e2e"
+    : >"$OUT/e2e/figures.txt"
+    command -v nginx >/dev/null || { echo "bench: nginx is missing (apt-get install nginx-light)" >&2; exit 1; }
+    E2E_DB="$(database_url echorelay_e2e)" E2E_CEILING_DB="$(database_url echorelay_e2e_ceiling)"
+    create_database echorelay_e2e "$ECHORELAY_BIN"
+    create_database echorelay_e2e_ceiling "$ECHORELAY_BIN"
+    DB="$E2E_DB" find_postmaster
+    start_nginx
+    ALLOWED_HOSTS="127.0.0.1:$PROVIDER_PORT"
+    SERVE_EXTRA_ENV=(ECHORELAY_ECHO_ALLOW_HTTP=1 ECHORELAY_ALLOW_PRIVATE_SUBSCRIBERS=1)
+    start_serve e2e "$ECHORELAY_BIN" "$E2E_DB" all
+    SERVE_EXTRA_ENV=()
+    e2e_record "world subscription_a=$(subscribe a) subscription_b=$(subscribe b) provider_port=$PROVIDER_PORT subscriber_port=$SUBSCRIBER_PORT"
+
+    e2e_ceiling before
+    e2e_lone
+    # A warm-up at the latency step's rate, as each ingest point has: the first paced load after
+    # the lone events meets tables PostgreSQL has not analysed since they held a few rows.
+    e2e_step warmup "$E2E_LATENCY_RATE" "$(( WARMUP > 3 ? WARMUP : 3 ))" warm 64
+    e2e_step latency "$E2E_LATENCY_RATE" "$E2E_SECONDS" lat 64
+    progress "e2e latency at $E2E_LATENCY_RATE events/s: p50 $(e2e_field p50_ms) ms, p99 $(e2e_field p99_ms) ms (pacer late p99 $(e2e_field pacer_late_p99_ms) ms)"
+
+    local rate="$E2E_START_RATE" best=0 failed=0 n=0
+    while (( n < E2E_MAX_STEPS )); do
+        n=$(( n + 1 ))
+        e2e_step step "$rate" "$E2E_SECONDS" "s$n" 64
+        progress "e2e step $n: $rate events/s offered, $(e2e_field completed_rate) completed/s, backlog $(e2e_field backlog_middle) → $(e2e_field backlog_end), sustained $(e2e_field sustained)$([[ "$(e2e_field pacer_late)" == yes ]] && echo ', PACER LATE')"
+        if [[ "$(e2e_field sustained)" == yes ]]; then best="$rate"; else failed="$rate"; fi
+        if (( failed == 0 )); then rate=$(( rate * 3 / 2 ));
+        elif (( best > 0 && failed * 10 > best * 12 && rate == failed && n < E2E_MAX_STEPS )); then rate=$(( (best + failed) / 2 ));
+        else break; fi
+        (( rate != best && rate != failed )) || break
+    done
+    e2e_record "sustained rate=$best"
+    if (( best > 0 )); then
+        e2e_step overload $(( 2 * best )) "$E2E_OVERLOAD_SECONDS" ov 128
+        progress "e2e overload at $(( 2 * best )) events/s: $(e2e_field acknowledged_rate) acknowledged/s, $(e2e_field completed_rate) completed/s, backlog max $(e2e_field backlog_max), 503s $(e2e_field status_503), lost $(e2e_field lost), drained in $(e2e_field drain_s) s"
+    else
+        progress "e2e: no step was sustained, so no overload step"
+    fi
+    e2e_ceiling after
+    stop_serve e2e
+    stop_nginx "$OUT/e2e"
+    python3 Benchmarks/e2e/report.py "$OUT" | tee "$OUT/e2e.md"
+}
