@@ -4,8 +4,8 @@
 -- Two ordered subscriptions (token.rotated, phone.changed), and verified events whose
 -- deliveries are pending for both:
 --   blocked: N users whose first delivery failed once and waits an hour for its retry, and
---            whose K later ones wait behind it, due but not claimable: N × K × 2 rows that the
---            claim must pass over without taking (parked, in issue 23's words)
+--            whose K later ones wait behind it, parked: N × K × 2 rows that the claim must
+--            never read
 --   ready:   R users with one due delivery each, a queue head the claim may take: R × 2 rows
 -- Rows as EchoRelay writes them (PostgresEventStore+Verification.swift): the webhook-id
 -- from the event and subscription, the user and sequence copied from the event.
@@ -27,9 +27,11 @@ SELECT 'evt_' || user_id || '_' || sequence, user_id, sequence, 'token.rotated',
        sha256((user_id || '_' || sequence)::bytea), 'verified', now()
 FROM backlog;
 
-INSERT INTO deliveries (event_id, subscription_id, user_id, sequence, webhook_id, attempts, due_at)
+INSERT INTO deliveries (event_id, subscription_id, user_id, sequence, webhook_id, attempts, due_at, parked_at)
 SELECT e, s, b.user_id, b.sequence, 'msg_' || substr(md5(e || '/' || s), 1, 26),
        CASE WHEN b.head THEN 1 ELSE 0 END,
-       CASE WHEN b.head THEN now() + interval '1 hour' ELSE now() - interval '1 second' END
+       CASE WHEN b.head THEN now() + interval '1 hour' ELSE now() - interval '1 second' END,
+       -- Behind a pending head: parked, as the fan-out writes them (006_delivery_heads.sql).
+       CASE WHEN b.user_id LIKE 'blocked_%' AND NOT b.head THEN now() END
 FROM backlog b, LATERAL (SELECT 'evt_' || b.user_id || '_' || b.sequence) AS id(e),
      unnest(ARRAY['sub_claim_a', 'sub_claim_b']) AS s;

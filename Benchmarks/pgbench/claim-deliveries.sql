@@ -2,48 +2,53 @@
 -- claim statement, then the finish that stands for recording each claimed delivery as
 -- delivered, each its own transaction.
 --
--- COPIED FROM PostgresEventStore.claimDeliveries (Sources/EchoRelayPostgres/
--- PostgresEventStore+Deliveries.swift): the first statement below is that statement with its
--- interpolations as pgbench variables: \(owner) → :owner, \(lease.seconds) → :lease_seconds,
--- \(perSubscriptionCap) → :cap, \(limit) → :limit. When the worker's claim changes, copy it
--- here again, so the claim part measures the statement the worker runs. scripts/bench passes
--- the values with -D as a worker binds them by default (a lease of 60 s, 8 webhooks per
+-- The first statement is PostgresEventStore.claimQuery (Sources/EchoRelayPostgres/
+-- PostgresEventStore+Deliveries.swift) with its parameters as pgbench variables, in order:
+-- :cap (twice), :limit, :owner, :lease_seconds (twice); ClaimStatementTests keeps the two
+-- equal, so the claim part measures the statement the worker runs. scripts/bench passes the
+-- values with -D as a worker binds them by default (a lease of 60 s, 8 webhooks per
 -- subscription, 64 per process); :owner is each client's own (pgbench's client_id).
 \set owner :client_id
-WITH in_flight AS (
-    SELECT subscription_id, count(*) AS busy FROM deliveries
-    WHERE status = 'pending' AND lease_expires_at > now()
+WITH busy AS (
+    SELECT subscription_id, count(*) AS n FROM deliveries
+    WHERE status = 'pending' AND lease_owner IS NOT NULL AND lease_expires_at > now()
     GROUP BY subscription_id
-), candidates AS (
-    SELECT d.id, d.attempts, d.due_at,
-           row_number() OVER (PARTITION BY d.subscription_id ORDER BY d.attempts > 0, d.due_at, d.id) AS rank,
-           coalesce(f.busy, 0) AS busy
-    FROM deliveries d
-    JOIN subscriptions s ON s.id = d.subscription_id
-    LEFT JOIN in_flight f ON f.subscription_id = d.subscription_id
-    WHERE d.status = 'pending' AND d.due_at <= now() AND s.enabled AND s.deleted_at IS NULL
-      AND (NOT s.ordered OR (
-          NOT EXISTS (SELECT 1 FROM deliveries p
-                      WHERE p.subscription_id = d.subscription_id AND p.user_id = d.user_id
-                        AND p.sequence < d.sequence AND p.status = 'pending')
-          AND NOT EXISTS (SELECT 1 FROM events e
-                          WHERE e.user_id = d.user_id AND e.sequence < d.sequence
-                            AND e.status = 'pending' AND e.type = ANY (s.event_types))))
+), open AS (
+    SELECT s.id, s.ordered, s.event_types, :cap - coalesce(b.n, 0) AS room
+    FROM subscriptions s LEFT JOIN busy b ON b.subscription_id = s.id
+    WHERE s.enabled AND s.deleted_at IS NULL AND coalesce(b.n, 0) < :cap
+), due AS (
+    SELECT d.*, o.room, o.ordered AND (
+               EXISTS (SELECT 1 FROM deliveries p
+                       WHERE p.subscription_id = d.subscription_id AND p.user_id = d.user_id
+                         AND p.sequence < d.sequence AND p.status = 'pending')
+            OR EXISTS (SELECT 1 FROM events e
+                       WHERE e.user_id = d.user_id AND e.sequence < d.sequence
+                         AND e.status = 'pending' AND e.type = ANY (o.event_types))) AS blocked
+    FROM open o CROSS JOIN LATERAL (
+        SELECT d.id, d.subscription_id, d.user_id, d.sequence, d.attempts, d.due_at FROM deliveries d
+        WHERE d.subscription_id = o.id AND d.status = 'pending' AND d.parked_at IS NULL AND d.due_at <= now()
+        ORDER BY d.due_at
+        LIMIT o.room + 32
+        FOR UPDATE SKIP LOCKED
+    ) d
+), parked AS (
+    UPDATE deliveries d SET parked_at = now()
+    FROM due WHERE d.id = due.id AND due.blocked
 ), chosen AS (
-    SELECT id FROM candidates WHERE rank + busy <= :cap
+    SELECT id FROM (SELECT id, attempts, due_at, room,
+                           row_number() OVER (PARTITION BY subscription_id ORDER BY attempts > 0, due_at) AS rank
+                    FROM due WHERE NOT blocked) ranked
+    WHERE rank <= room
     ORDER BY attempts > 0, due_at LIMIT :limit
-), locked AS (
-    SELECT d.id FROM deliveries d
-    WHERE d.id IN (SELECT id FROM chosen) AND d.status = 'pending' AND d.due_at <= now()
-    FOR UPDATE SKIP LOCKED
 )
 UPDATE deliveries AS d
 SET lease_owner = :owner,
     lease_expires_at = now() + make_interval(secs => :lease_seconds),
     due_at = now() + make_interval(secs => :lease_seconds),
     attempts = d.attempts + 1
-FROM locked, events AS e, subscriptions AS s
-WHERE d.id = locked.id AND e.id = d.event_id AND s.id = d.subscription_id
+FROM chosen, events AS e, subscriptions AS s
+WHERE d.id = chosen.id AND e.id = d.event_id AND s.id = d.subscription_id
 RETURNING d.id, d.event_id, d.subscription_id, d.webhook_id, d.attempts, s.url, s.secret,
           CASE WHEN s.previous_secret_expires_at > now() THEN s.previous_secret END,
           e.type, e.user_id, e.sequence, e.occurred_at, coalesce(e.verified_at, e.decided_at, now()),

@@ -14,53 +14,61 @@ extension PostgresEventStore: DeliveryStore {
             // delivery unparked early, or made due by a replay, is parked here). It takes up
             // to its cap minus what it has in flight, first tries before retries; the window
             // reads a few more than that, so that parking keeps ahead of delivering.
-            let rows = try await client.query("""
-                WITH busy AS (
-                    SELECT subscription_id, count(*) AS n FROM deliveries
-                    WHERE status = 'pending' AND lease_owner IS NOT NULL AND lease_expires_at > now()
-                    GROUP BY subscription_id
-                ), open AS (
-                    SELECT s.id, s.ordered, s.event_types, \(perSubscriptionCap) - coalesce(b.n, 0) AS room
-                    FROM subscriptions s LEFT JOIN busy b ON b.subscription_id = s.id
-                    WHERE s.enabled AND s.deleted_at IS NULL AND coalesce(b.n, 0) < \(perSubscriptionCap)
-                ), due AS (
-                    SELECT d.*, o.room, o.ordered AND (
-                               EXISTS (SELECT 1 FROM deliveries p
-                                       WHERE p.subscription_id = d.subscription_id AND p.user_id = d.user_id
-                                         AND p.sequence < d.sequence AND p.status = 'pending')
-                            OR EXISTS (SELECT 1 FROM events e
-                                       WHERE e.user_id = d.user_id AND e.sequence < d.sequence
-                                         AND e.status = 'pending' AND e.type = ANY (o.event_types))) AS blocked
-                    FROM open o CROSS JOIN LATERAL (
-                        SELECT d.id, d.subscription_id, d.user_id, d.sequence, d.attempts, d.due_at FROM deliveries d
-                        WHERE d.subscription_id = o.id AND d.status = 'pending' AND d.parked_at IS NULL AND d.due_at <= now()
-                        ORDER BY d.due_at
-                        LIMIT o.room + 32
-                        FOR UPDATE SKIP LOCKED
-                    ) d
-                ), parked AS (
-                    UPDATE deliveries d SET parked_at = now()
-                    FROM due WHERE d.id = due.id AND due.blocked
-                ), chosen AS (
-                    SELECT id FROM (SELECT id, attempts, due_at, room,
-                                           row_number() OVER (PARTITION BY subscription_id ORDER BY attempts > 0, due_at) AS rank
-                                    FROM due WHERE NOT blocked) ranked
-                    WHERE rank <= room
-                    ORDER BY attempts > 0, due_at LIMIT \(limit)
-                )
-                UPDATE deliveries AS d
-                SET lease_owner = \(owner),
-                    lease_expires_at = now() + make_interval(secs => \(lease.seconds)),
-                    due_at = now() + make_interval(secs => \(lease.seconds)),
-                    attempts = d.attempts + 1
-                FROM chosen, events AS e, subscriptions AS s
-                WHERE d.id = chosen.id AND e.id = d.event_id AND s.id = d.subscription_id
-                RETURNING \(unescaped: Self.taskColumns)
-                """, logger: logger)
+            let rows = try await client.query(
+                Self.claimQuery(owner: owner, limit: limit, lease: lease, perSubscriptionCap: perSubscriptionCap), logger: logger
+            )
             return try await tasks(from: rows)
         } catch {
             throw StoreError.wrap(error)
         }
+    }
+
+    /// The claim statement. Benchmarks/pgbench/claim-deliveries.sql runs the same text
+    /// (ClaimStatementTests keeps them equal).
+    static func claimQuery(owner: String, limit: Int, lease: Duration, perSubscriptionCap: Int) -> PostgresQuery {
+        """
+        WITH busy AS (
+            SELECT subscription_id, count(*) AS n FROM deliveries
+            WHERE status = 'pending' AND lease_owner IS NOT NULL AND lease_expires_at > now()
+            GROUP BY subscription_id
+        ), open AS (
+            SELECT s.id, s.ordered, s.event_types, \(perSubscriptionCap) - coalesce(b.n, 0) AS room
+            FROM subscriptions s LEFT JOIN busy b ON b.subscription_id = s.id
+            WHERE s.enabled AND s.deleted_at IS NULL AND coalesce(b.n, 0) < \(perSubscriptionCap)
+        ), due AS (
+            SELECT d.*, o.room, o.ordered AND (
+                       EXISTS (SELECT 1 FROM deliveries p
+                               WHERE p.subscription_id = d.subscription_id AND p.user_id = d.user_id
+                                 AND p.sequence < d.sequence AND p.status = 'pending')
+                    OR EXISTS (SELECT 1 FROM events e
+                               WHERE e.user_id = d.user_id AND e.sequence < d.sequence
+                                 AND e.status = 'pending' AND e.type = ANY (o.event_types))) AS blocked
+            FROM open o CROSS JOIN LATERAL (
+                SELECT d.id, d.subscription_id, d.user_id, d.sequence, d.attempts, d.due_at FROM deliveries d
+                WHERE d.subscription_id = o.id AND d.status = 'pending' AND d.parked_at IS NULL AND d.due_at <= now()
+                ORDER BY d.due_at
+                LIMIT o.room + 32
+                FOR UPDATE SKIP LOCKED
+            ) d
+        ), parked AS (
+            UPDATE deliveries d SET parked_at = now()
+            FROM due WHERE d.id = due.id AND due.blocked
+        ), chosen AS (
+            SELECT id FROM (SELECT id, attempts, due_at, room,
+                                   row_number() OVER (PARTITION BY subscription_id ORDER BY attempts > 0, due_at) AS rank
+                            FROM due WHERE NOT blocked) ranked
+            WHERE rank <= room
+            ORDER BY attempts > 0, due_at LIMIT \(limit)
+        )
+        UPDATE deliveries AS d
+        SET lease_owner = \(owner),
+            lease_expires_at = now() + make_interval(secs => \(lease.seconds)),
+            due_at = now() + make_interval(secs => \(lease.seconds)),
+            attempts = d.attempts + 1
+        FROM chosen, events AS e, subscriptions AS s
+        WHERE d.id = chosen.id AND e.id = d.event_id AND s.id = d.subscription_id
+        RETURNING \(unescaped: Self.taskColumns)
+        """
     }
 
     public func leasedDeliveries(ids: [Int64], owner: String) async throws -> [DeliveryTask] {
