@@ -32,9 +32,13 @@ WITH input AS (
     FROM input f JOIN counts USING (user_id) JOIN next USING (user_id)
     RETURNING id, sequence
 ), work AS (
-    INSERT INTO work_items (kind, event_id) SELECT 'verify', id FROM stored
+    INSERT INTO work_items (kind, event_id, lease_owner, lease_expires_at, due_at, attempts)
+    SELECT 'verify', id, NULL::text, now() + make_interval(secs => NULL::float8),
+           now() + make_interval(secs => coalesce(NULL::float8, 0)), CASE WHEN NULL::text IS NULL THEN 0 ELSE 1 END
+    FROM stored
+    RETURNING id, event_id
 ), woken AS (
     SELECT pg_notify('echorelay_work', NULL::text)
     FROM (SELECT FROM stored LIMIT 1) anything_stored WHERE NULL::text IS NOT NULL
 )
-SELECT id, sequence FROM stored CROSS JOIN (SELECT count(*) FROM woken) sent
+SELECT s.id, s.sequence, w.id FROM stored s JOIN work w ON w.event_id = s.id CROSS JOIN (SELECT count(*) FROM woken) sent

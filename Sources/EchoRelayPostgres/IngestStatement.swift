@@ -11,8 +11,11 @@ import PostgresNIO
 /// cycle. The statement reads no table but through the unique indexes it writes, so its cached
 /// plan cannot grow dearer with the tables. It expects every id to be new: an id stored before
 /// (a retry) fails it as a whole with a unique violation on `events_pkey`, writing nothing, and
-/// the caller answers retries from their rows and stores the rest again. Returns the id and
-/// sequence of each event.
+/// the caller answers retries from their rows and stores the rest again. Returns the id,
+/// sequence and work item of each event.
+///
+/// With a `handOff` (an owner and a lease), the work items are written leased to that owner
+/// (this process's verify worker, which gets the events in memory: no claim).
 ///
 /// When `wakePayload` is set, the statement also sends one `NOTIFY` (with that payload, the
 /// sender's process id) if it stored anything: inside the transaction that creates the work,
@@ -39,25 +42,31 @@ struct IngestStatement: PostgresPreparedStatement {
             FROM input f JOIN counts USING (user_id) JOIN next USING (user_id)
             RETURNING id, sequence
         ), work AS (
-            INSERT INTO work_items (kind, event_id) SELECT 'verify', id FROM stored
+            INSERT INTO work_items (kind, event_id, lease_owner, lease_expires_at, due_at, attempts)
+            SELECT 'verify', id, $10::text, now() + make_interval(secs => $11::float8),
+                   now() + make_interval(secs => coalesce($11::float8, 0)), CASE WHEN $10::text IS NULL THEN 0 ELSE 1 END
+            FROM stored
+            RETURNING id, event_id
         ), woken AS (
             SELECT pg_notify('\(PostgresWorkNotifications.channel)', $9)
             FROM (SELECT FROM stored LIMIT 1) anything_stored WHERE $9 IS NOT NULL
         )
-        SELECT id, sequence FROM stored CROSS JOIN (SELECT count(*) FROM woken) sent
+        SELECT s.id, s.sequence, w.id FROM stored s JOIN work w ON w.event_id = s.id CROSS JOIN (SELECT count(*) FROM woken) sent
         """
 
     static let bindingDataTypes: [PostgresDataType] = [
         .textArray, .textArray, .textArray, .timestamptzArray, .byteaArray, .textArray, .textArray, .textArray, .text,
+        .text, .float8,
     ]
 
-    typealias Row = (String, Int64)
+    typealias Row = (String, Int64, Int64)
 
     var events: [IncomingEvent]
     var wakePayload: String?
+    var handOff: VerificationHandOff?
 
     func makeBindings() -> PostgresBindings {
-        var bindings = PostgresBindings(capacity: 9)
+        var bindings = PostgresBindings(capacity: 11)
         bindings.append(events.map(\.id))
         bindings.append(events.map(\.userID))
         bindings.append(events.map(\.type.rawValue))
@@ -67,6 +76,8 @@ struct IngestStatement: PostgresPreparedStatement {
         bindings.append(events.map(\.echo.serviceProvider))
         bindings.append(events.map(\.echo.authorization.revealed))
         bindings.append(wakePayload)
+        bindings.append(handOff?.owner)
+        bindings.append(handOff.map(\.lease.seconds))
         return bindings
     }
 

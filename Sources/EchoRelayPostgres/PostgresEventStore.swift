@@ -27,13 +27,16 @@ public struct PostgresEventStore: EventStore {
     /// - wakeOnOutcomes: set where other processes may deliver what this one verifies: outcome
     ///   statements that make deliveries due then carry a `NOTIFY`, at most one per interval,
     ///   inside their own transaction (none is sent after the commit).
+    /// - verificationHandOffs: set where this process verifies what it ingests (`--role all`):
+    ///   ingested events go to its verify worker in memory, their work items leased to it.
     public init(client: PostgresClient, logger: Logger, sealer: SecretSealer? = nil, metrics: RelayMetrics = RelayMetrics(),
-                ingestWait: Duration = .seconds(10), wakeOtherProcesses: WakeLimiter? = nil, wakeOnOutcomes: WakeLimiter? = nil) {
+                ingestWait: Duration = .seconds(10), wakeOtherProcesses: WakeLimiter? = nil, wakeOnOutcomes: WakeLimiter? = nil,
+                verificationHandOffs: VerificationInbox? = nil) {
         self.client = client
         self.logger = logger
         self.sealer = sealer
         ingests = Self.groupCommit(client: client, maximumWait: ingestWait, flushed: { metrics.batchCommitted(.ingest, size: $0) }) {
-            await Self.ingestBatch($0, on: $1, wakePayload: wakeOtherProcesses?.next(), logger: logger)
+            await Self.ingestBatch($0, on: $1, wakePayload: wakeOtherProcesses?.next(), handOffs: verificationHandOffs, logger: logger)
         }
         finishes = Self.groupCommit(client: client, flushed: { metrics.batchCommitted(.verification, size: $0) }) {
             await Self.finishBatch($0, on: $1, wakes: wakeOnOutcomes, logger: logger)
@@ -55,10 +58,11 @@ public struct PostgresEventStore: EventStore {
     /// meantime, a deadlock, a lost connection — each event is tried alone, in arrival
     /// order, so each gets its own answer.
     static func ingestBatch(
-        _ events: [IncomingEvent], on connection: PostgresConnection, wakePayload: String?, logger: Logger
+        _ events: [IncomingEvent], on connection: PostgresConnection, wakePayload: String?, handOffs: VerificationInbox?,
+        logger: Logger
     ) async -> [Result<IngestReceipt, any Error>] {
         if events.count == 1 {
-            return [await Result(catching: { try await ingestAlone(events[0], on: connection, wakePayload: wakePayload, logger: logger) })]
+            return [await Result(catching: { try await ingestAlone(events[0], on: connection, wakePayload: wakePayload, handOffs: handOffs, logger: logger) })]
         }
         var firstOccurrences: [Int] = []
         var repeated: [Int] = []
@@ -72,13 +76,13 @@ public struct PostgresEventStore: EventStore {
             var storedBefore = repeated
             let stored: [String: Int64]
             do {
-                stored = try await insert(fresh.map { events[$0] }, on: connection, wakePayload: wakePayload, logger: logger)
+                stored = try await insert(fresh.map { events[$0] }, on: connection, wakePayload: wakePayload, handOffs: handOffs, logger: logger)
             } catch let error as PSQLError where error.isUniqueViolation(constraint: "events_pkey") {
                 // Retries among them: those are answered from their rows below; the rest go again.
                 let existing = try await storedRows(ids: fresh.map { events[$0].id }, on: connection, logger: logger)
                 storedBefore += fresh.filter { existing[events[$0].id] != nil }
                 fresh.removeAll { existing[events[$0].id] != nil }
-                stored = fresh.isEmpty ? [:] : try await insert(fresh.map { events[$0] }, on: connection, wakePayload: wakePayload, logger: logger)
+                stored = fresh.isEmpty ? [:] : try await insert(fresh.map { events[$0] }, on: connection, wakePayload: wakePayload, handOffs: handOffs, logger: logger)
             }
             for index in fresh {
                 if let sequence = stored[events[index].id] {
@@ -98,7 +102,7 @@ public struct PostgresEventStore: EventStore {
                          metadata: ["events": "\(events.count)", "error": "\(StoreError.wrap(error))"])
             for index in events.indices {
                 results[index] = await Result(catching: {
-                    try await ingestAlone(events[index], on: connection, wakePayload: wakePayload, logger: logger)
+                    try await ingestAlone(events[index], on: connection, wakePayload: wakePayload, handOffs: handOffs, logger: logger)
                 })
             }
         }
@@ -108,10 +112,11 @@ public struct PostgresEventStore: EventStore {
     /// One event in its own statement: stored, or answered from the row stored before (a
     /// retry, or a conflict if the body differs).
     static func ingestAlone(
-        _ event: IncomingEvent, on connection: PostgresConnection, wakePayload: String?, logger: Logger
+        _ event: IncomingEvent, on connection: PostgresConnection, wakePayload: String?, handOffs: VerificationInbox?,
+        logger: Logger
     ) async throws -> IngestReceipt {
         do {
-            if let sequence = try await insert([event], on: connection, wakePayload: wakePayload, logger: logger)[event.id] {
+            if let sequence = try await insert([event], on: connection, wakePayload: wakePayload, handOffs: handOffs, logger: logger)[event.id] {
                 return IngestReceipt(id: event.id, sequence: sequence, isDuplicate: false)
             }
         } catch let error as PSQLError where error.isUniqueViolation(constraint: "events_pkey") {
@@ -122,16 +127,30 @@ public struct PostgresEventStore: EventStore {
         return try await receiptForExisting(event, on: connection, logger: logger)
     }
 
-    /// Runs `IngestStatement`: the sequence of each event; an id stored before fails it as a whole.
+    /// Runs `IngestStatement`: the sequence of each event; an id stored before fails it as a
+    /// whole. With room in `handOffs`, the work items are leased to this process's verify
+    /// worker as they are written, and the tasks go to it once committed.
     private static func insert(
-        _ events: [IncomingEvent], on connection: PostgresConnection, wakePayload: String?, logger: Logger
+        _ events: [IncomingEvent], on connection: PostgresConnection, wakePayload: String?, handOffs: VerificationInbox?,
+        logger: Logger
     ) async throws -> [String: Int64] {
-        var stored: [String: Int64] = [:]
+        let handOff = handOffs?.request(count: events.count)
+        var stored: [String: (sequence: Int64, workItem: Int64)] = [:]
         stored.reserveCapacity(events.count)
-        for try await (id, sequence) in try await connection.execute(IngestStatement(events: events, wakePayload: wakePayload), logger: logger) {
-            stored[id] = sequence
+        let statement = IngestStatement(events: events, wakePayload: wakePayload, handOff: handOff)
+        for try await (id, sequence, workItem) in try await connection.execute(statement, logger: logger) {
+            stored[id] = (sequence, workItem)
         }
-        return stored
+        if let handOffs, handOff != nil {
+            handOffs.add(events.compactMap { event in
+                stored[event.id].map { row in
+                    VerificationTask(workItemID: row.workItem, eventID: event.id, type: event.type, userID: event.userID,
+                                     sequence: row.sequence, occurredAt: event.occurredAt, pushedPhoneNumber: event.phoneNumber,
+                                     echo: event.echo, attempts: 1)
+                }
+            })
+        }
+        return stored.mapValues(\.sequence)
     }
 
     /// The first receipt for a retried `id`, or a conflict if the body differs.

@@ -76,10 +76,15 @@ public enum EchoRelayServer {
         let wake = WakeSignal()
         let deliveryWake = WakeSignal()
         let replayWake = WakeSignal()
+        // A process that ingests and verifies verifies what it ingests, without a claim.
+        let verificationHandOffs = configuration.role.runsWorkers && configuration.role.servesAPI
+            ? VerificationInbox(handOff: VerificationHandOff(owner: processID, lease: configuration.echo.lease),
+                                capacity: configuration.echo.concurrency)
+            : nil
         let backend = try await StoreBackend.open(
             location, localWakes: [wake, deliveryWake, replayWake], processID: processID, sealer: sealer, metrics: metrics, ingestWait: configuration.ingestWait,
             // Only an ingest-only process stores work that other processes must be woken for.
-            ingestWakesOtherProcesses: !configuration.role.runsWorkers, logger: logger
+            ingestWakesOtherProcesses: !configuration.role.runsWorkers, verificationHandOffs: verificationHandOffs, logger: logger
         )
         let store = backend.store
         let schemaReady = Gate(open: !configuration.migrateAtStart)
@@ -130,7 +135,7 @@ public enum EchoRelayServer {
             echoTimeout: configuration.echo.timeout, wake: wake, configuration: workerConfiguration,
             owner: processID, ready: schemaReady,
             // Other processes are woken by the outcome's own statement (`wakeOnOutcomes`).
-            deliveriesCreated: { deliveryWake.wake() }, handOffs: handOffs,
+            deliveriesCreated: { deliveryWake.wake() }, handOffs: handOffs, verificationHandOffs: verificationHandOffs,
             metrics: metrics, logger: logger
         )
         let deliveryWorker = DeliveryWorker(

@@ -50,6 +50,7 @@ struct StoreBackend {
     static func open(
         _ location: DatabaseLocation, localWakes: [WakeSignal], processID: String, sealer: SecretSealer? = nil,
         metrics: RelayMetrics = RelayMetrics(), ingestWait: Duration = .seconds(10), ingestWakesOtherProcesses: Bool = false,
+        verificationHandOffs: VerificationInbox? = nil,
         logger: Logger
     ) async throws -> StoreBackend {
         switch location {
@@ -66,7 +67,7 @@ struct StoreBackend {
                 store: PostgresEventStore(
                     client: client, logger: logger, sealer: sealer, metrics: metrics, ingestWait: ingestWait,
                     wakeOtherProcesses: ingestWakesOtherProcesses ? WakeLimiter(payload: processID) : nil,
-                    wakeOnOutcomes: WakeLimiter(payload: processID)
+                    wakeOnOutcomes: WakeLimiter(payload: processID), verificationHandOffs: verificationHandOffs
                 ),
                 services: [client, notifications],
                 announce: { notifications.announce() },

@@ -40,6 +40,9 @@ public struct VerifyWorker: Service, CustomStringConvertible {
     let deliveriesCreated: @Sendable () -> Void
     /// Where the deliveries an outcome leases to this process go (nil: none are handed off).
     let handOffs: DeliveryInbox?
+    /// Events this process's ingest handed to it, leased already (nil: none).
+    let verificationHandOffs: VerificationInbox?
+    let claims = ClaimPacing()
     let metrics: RelayMetrics
     let logger: Logger
 
@@ -47,9 +50,10 @@ public struct VerifyWorker: Service, CustomStringConvertible {
         store: any EventStore, policy: EchoPolicy, echoTimeout: Duration, wake: WakeSignal,
         configuration: VerifyWorkerConfiguration, owner: String, ready: Gate = Gate(open: true),
         deliveriesCreated: @escaping @Sendable () -> Void = {}, handOffs: DeliveryInbox? = nil,
-        metrics: RelayMetrics = RelayMetrics(), logger: Logger
+        verificationHandOffs: VerificationInbox? = nil, metrics: RelayMetrics = RelayMetrics(), logger: Logger
     ) {
         self.handOffs = handOffs
+        self.verificationHandOffs = verificationHandOffs
         self.metrics = metrics
         self.ready = ready
         self.deliveriesCreated = deliveriesCreated
@@ -81,7 +85,14 @@ public struct VerifyWorker: Service, CustomStringConvertible {
         let loop = WorkLoop(concurrency: configuration.concurrency, pollInterval: configuration.pollInterval,
                             shutdownGrace: configuration.shutdownGrace, wake: wake, logger: logger)
         await loop.run(until: stopped) { free in
-            try await store.claimVerifications(owner: owner, limit: free, lease: configuration.lease)
+            // The events ingest handed over first; a claim for the rest of the slots when
+            // nothing was handed over, after a full claim, or once a poll interval.
+            let handed = verificationHandOffs?.take(upTo: free) ?? []
+            let room = free - handed.count
+            guard room > 0, handed.isEmpty || claims.due(every: configuration.pollInterval) else { return handed }
+            let claimed = try await store.claimVerifications(owner: owner, limit: room, lease: configuration.lease)
+            claims.claimed(full: claimed.count == room)
+            return handed + claimed
         } process: { task in
             await process(task, client: client)
             return false  // its deliveries wake the delivery workers (`deliveriesCreated`), not this loop

@@ -82,4 +82,33 @@ import Testing
             #expect(claimed.first?.attempts == 2, "the lapsed hand-off counts as a try")
         }
     }
+
+    @Test func anIngestHandsItsEventsToTheVerifierOfItsProcessAndALapsedLeaseGoesToAnother() async throws {
+        try await TestDatabase.withFresh { database in
+            try await database.withClient { client in
+                _ = try await Migrator(client: client, logger: TestLogger.quiet).migrate()
+                let inbox = VerificationInbox(handOff: VerificationHandOff(owner: "p1", lease: .seconds(3)), capacity: 1)
+                let store = PostgresEventStore(client: client, logger: TestLogger.quiet, verificationHandOffs: inbox)
+                try await store.ingest("e1", user: "u")
+                let handed = inbox.take(upTo: 10)
+                #expect(handed.map(\.eventID) == ["e1"])
+                #expect(handed.first?.echo != nil, "the worker gets the echo credentials in memory")
+                #expect(try await store.claimVerifications(owner: "p2", limit: 10, lease: .seconds(60)).isEmpty, "leased to p1")
+
+                try await store.ingest("e2", user: "u")
+                try await store.ingest("e3", user: "u")
+                #expect(inbox.take(upTo: 10).map(\.eventID) == ["e2"], "no room for e3: it is left to a claim")
+                #expect(try await store.claimVerifications(owner: "p2", limit: 10, lease: .seconds(60)).map(\.eventID) == ["e3"])
+
+                // p1 dies with e1 and e2 in memory: their leases lapse and p2 claims them.
+                try await Task.sleep(for: .milliseconds(3_300))
+                let claimed = try await store.claimVerifications(owner: "p2", limit: 10, lease: .seconds(60))
+                #expect(claimed.map(\.eventID).sorted() == ["e1", "e2"])
+                #expect(claimed.allSatisfy { $0.attempts == 2 })
+                let first = try #require(handed.first)
+                #expect(try await !store.finishVerification(first, owner: "p1", outcome: .rejected(.unknownToken)),
+                        "p1's lease is over")
+            }
+        }
+    }
 }

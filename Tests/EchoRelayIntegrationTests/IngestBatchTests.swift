@@ -34,7 +34,7 @@ import TestSupport
                 _ = try await Migrator(client: client, logger: TestLogger.quiet).migrate()
                 try await body(WriteBatch { events in
                     try await client.withConnection { connection in
-                        await PostgresEventStore.ingestBatch(events, on: connection, wakePayload: nil, logger: TestLogger.quiet)
+                        await PostgresEventStore.ingestBatch(events, on: connection, wakePayload: nil, handOffs: nil, logger: TestLogger.quiet)
                     }
                 }, database)
             }
@@ -215,11 +215,11 @@ extension IngestBatchTests {
                 try await client.withConnection { connection in
                     _ = try await connection.query("SET plan_cache_mode = force_generic_plan", logger: TestLogger.quiet)
                     _ = try await connection.query("""
-                        PREPARE ingest(text[], text[], text[], timestamptz[], bytea[], text[], text[], text[], text) AS
+                        PREPARE ingest(text[], text[], text[], timestamptz[], bytea[], text[], text[], text[], text, text, float8) AS
                         \(unescaped: IngestStatement.sql)
                         """, logger: TestLogger.quiet)
                     let plan = try await connection.query(
-                        "EXPLAIN (COSTS OFF) EXECUTE ingest('{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}', NULL)", logger: TestLogger.quiet
+                        "EXPLAIN (COSTS OFF) EXECUTE ingest('{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}', NULL, NULL, NULL)", logger: TestLogger.quiet
                     ).collect().map { try $0.decode(String.self) }.joined(separator: "\n")
                     #expect(plan.contains("Insert on events"), "the plan shown is the statement's:\n\(plan)")
                     #expect(!plan.contains("Seq Scan"), "no sequential scan in the cached plan:\n\(plan)")

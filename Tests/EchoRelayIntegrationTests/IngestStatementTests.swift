@@ -18,6 +18,7 @@ import Testing
             ("$4::timestamptz[]", "ARRAY[:occurred_at::timestamptz]"), ("$5::bytea[]", "ARRAY[:fingerprint::bytea]"),
             ("$6::text[]", "ARRAY[CASE WHEN :phone THEN :phone_number::text ELSE '' END]"),
             ("$7::text[]", "ARRAY[:service_provider::text]"), ("$8::text[]", "ARRAY[:authorization::text]"), ("$9", "NULL::text"),
+            ("$10::text", "NULL::text"), ("$11::float8", "NULL::float8"),
         ] {
             #expect(expected.contains(parameter), "the statement no longer has \(parameter)")
             expected = expected.replacingOccurrences(of: parameter, with: value)
