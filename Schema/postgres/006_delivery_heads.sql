@@ -21,3 +21,9 @@ CREATE INDEX deliveries_leased ON deliveries (subscription_id, lease_expires_at)
     WHERE status = 'pending' AND lease_owner IS NOT NULL;
 -- The order rule's other half: an earlier event of the user still awaiting verification.
 CREATE INDEX events_pending_user ON events (user_id, sequence) WHERE status = 'pending';
+
+-- The old claim's index, every pending delivery by due time, is no longer read by the claim.
+-- Worse, when statistics were taken with the queue empty, the planner took it for the order
+-- rule's probe of one queue and read every pending delivery per probe; with it gone, the probe
+-- is an index condition on deliveries_order.
+DROP INDEX deliveries_claim;

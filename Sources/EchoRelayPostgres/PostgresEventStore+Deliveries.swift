@@ -161,7 +161,9 @@ extension PostgresEventStore: DeliveryStore {
                     lease_owner = NULL, lease_expires_at = NULL,
                     finished_at = CASE WHEN x.status = 'pending' THEN NULL ELSE now() END
                 FROM input x
-                WHERE d.id = x.delivery_id AND d.lease_owner = x.owner AND d.status = 'pending'
+                -- By key (`= ANY`): a join the planner may hash would read every pending delivery.
+                WHERE d.id = ANY (ARRAY(SELECT delivery_id FROM input))
+                  AND d.id = x.delivery_id AND d.lease_owner = x.owner AND d.status = 'pending'
                 RETURNING x.position
             ), kept AS (
                 -- By position, not delivery id: another worker's late attempt at the same
@@ -198,11 +200,13 @@ extension PostgresEventStore: DeliveryStore {
                           AND p.status = 'pending' AND p.parked_at IS NOT NULL
                         ORDER BY p.sequence LIMIT 1) head
                 ) h
+                -- A probe per row (not an anti-join, which would read every pending delivery).
                 WHERE d.id = h.id
-                  AND NOT EXISTS (SELECT 1 FROM deliveries p
-                                  WHERE p.subscription_id = d.subscription_id AND p.user_id = d.user_id
-                                    AND p.sequence < d.sequence AND p.status = 'pending'
-                                    AND p.id NOT IN (SELECT delivery_id FROM kept WHERE status <> 'pending'))
+                  AND (SELECT 1 FROM deliveries p
+                       WHERE p.subscription_id = d.subscription_id AND p.user_id = d.user_id
+                         AND p.sequence < d.sequence AND p.status = 'pending'
+                         AND p.id NOT IN (SELECT delivery_id FROM kept WHERE status <> 'pending')
+                       LIMIT 1) IS NULL
                 RETURNING d.id, h.position, d.lease_owner
             ), summary AS (
                 SELECT subscription_id,

@@ -102,8 +102,9 @@ extension PostgresEventStore {
                     status text, reason text, verified boolean, provider_user_id text, provider_phone text,
                     token_hash text, state text, user_phone text, hand_owner text, hand_lease float8, hand_cap int)
             ), kept AS (
+                -- By key (`= ANY`): a join the planner may hash would read every work item.
                 DELETE FROM work_items w USING input x
-                WHERE w.id = x.item AND w.lease_owner = x.owner
+                WHERE w.id = ANY (ARRAY(SELECT item FROM input)) AND w.id = x.item AND w.lease_owner = x.owner
                 RETURNING x.position
             ), finished AS (
                 SELECT x.* FROM input x JOIN kept ON kept.position = x.position
@@ -131,11 +132,32 @@ extension PostgresEventStore {
                     last_sequence = EXCLUDED.last_sequence, last_event_at = EXCLUDED.last_event_at,
                     updated_at = now()
                 WHERE users.last_sequence < EXCLUDED.last_sequence
+            ), fan AS MATERIALIZED (
+                -- Each new delivery, and whether it waits: behind an earlier pending delivery
+                -- of its queue, or an earlier event of a wanted type still awaiting
+                -- verification (this round's are final). Materialized, so each probe runs once.
+                SELECT f.event_id, s.id AS subscription_id, f.user_id, f.sequence, f.hand_owner, f.hand_lease, f.hand_cap,
+                       'msg_' || substr(md5(f.event_id || '/' || s.id), 1, 26) AS webhook_id,
+                       s.ordered AND (
+                           (SELECT 1 FROM deliveries p
+                            WHERE p.subscription_id = s.id AND p.user_id = f.user_id
+                              AND p.sequence < f.sequence AND p.status = 'pending' LIMIT 1) IS NOT NULL
+                        OR (SELECT 1 FROM events e
+                            WHERE e.user_id = f.user_id AND e.sequence < f.sequence AND e.status = 'pending'
+                              AND e.type = ANY (s.event_types)
+                              AND e.id NOT IN (SELECT event_id FROM finished) LIMIT 1) IS NOT NULL) AS blocked
+                FROM finished f JOIN subscriptions s
+                  ON s.enabled AND s.deleted_at IS NULL AND f.type = ANY (s.event_types)
+                WHERE f.verified
+            ), new AS MATERIALIZED (
+                -- Leased at once to the hand-off's owner if it may go and its subscription is
+                -- under the cap.
+                SELECT n.*, NOT n.blocked AND n.hand_owner IS NOT NULL AND n.hand_cap > (
+                           SELECT count(*) FROM deliveries l
+                           WHERE l.subscription_id = n.subscription_id AND l.status = 'pending'
+                             AND l.lease_owner IS NOT NULL AND l.lease_expires_at > now()) AS leased
+                FROM fan n
             ), fanned_out AS (
-                -- Parked behind an earlier pending delivery of the queue, or an earlier event
-                -- of a wanted type still awaiting verification (this round's are final);
-                -- otherwise due, and leased at once to the hand-off's owner if its
-                -- subscription is under the cap.
                 INSERT INTO deliveries (event_id, subscription_id, user_id, sequence, webhook_id, parked_at,
                                         due_at, lease_owner, lease_expires_at, attempts)
                 SELECT n.event_id, n.subscription_id, n.user_id, n.sequence, n.webhook_id,
@@ -144,23 +166,7 @@ extension PostgresEventStore {
                        CASE WHEN n.leased THEN n.hand_owner END,
                        CASE WHEN n.leased THEN now() + make_interval(secs => n.hand_lease) END,
                        CASE WHEN n.leased THEN 1 ELSE 0 END
-                FROM (SELECT b.*, NOT b.blocked AND b.hand_owner IS NOT NULL AND b.hand_cap > (
-                                 SELECT count(*) FROM deliveries l
-                                 WHERE l.subscription_id = b.subscription_id AND l.status = 'pending'
-                                   AND l.lease_owner IS NOT NULL AND l.lease_expires_at > now()) AS leased
-                      FROM (SELECT f.event_id, s.id AS subscription_id, f.user_id, f.sequence, f.hand_owner, f.hand_lease, f.hand_cap,
-                                   'msg_' || substr(md5(f.event_id || '/' || s.id), 1, 26) AS webhook_id,
-                                   s.ordered AND (
-                                       EXISTS (SELECT 1 FROM deliveries p
-                                               WHERE p.subscription_id = s.id AND p.user_id = f.user_id
-                                                 AND p.sequence < f.sequence AND p.status = 'pending')
-                                    OR EXISTS (SELECT 1 FROM events e
-                                               WHERE e.user_id = f.user_id AND e.sequence < f.sequence AND e.status = 'pending'
-                                                 AND e.type = ANY (s.event_types)
-                                                 AND e.id NOT IN (SELECT event_id FROM finished))) AS blocked
-                            FROM finished f JOIN subscriptions s
-                              ON s.enabled AND s.deleted_at IS NULL AND f.type = ANY (s.event_types)
-                            WHERE f.verified) b) n
+                FROM new n
                 ON CONFLICT (event_id, subscription_id) WHERE replay_id IS NULL DO NOTHING
                 RETURNING id, event_id, parked_at, lease_owner
             ), woken AS (
@@ -179,10 +185,12 @@ extension PostgresEventStore {
                           AND p.status = 'pending' AND p.parked_at IS NOT NULL
                         ORDER BY p.sequence LIMIT 1) h
                     WHERE s.ordered AND s.deleted_at IS NULL) head
+                -- A probe per row (not an anti-join, which would read every pending delivery).
                 WHERE d.id = head.id
-                  AND NOT EXISTS (SELECT 1 FROM deliveries p
-                                  WHERE p.subscription_id = d.subscription_id AND p.user_id = d.user_id
-                                    AND p.sequence < d.sequence AND p.status = 'pending')
+                  AND (SELECT 1 FROM deliveries p
+                       WHERE p.subscription_id = d.subscription_id AND p.user_id = d.user_id
+                         AND p.sequence < d.sequence AND p.status = 'pending'
+                       LIMIT 1) IS NULL
             )
             SELECT f.position, ARRAY(SELECT o.id FROM fanned_out o WHERE o.event_id = f.event_id AND o.lease_owner IS NOT NULL)
             FROM finished f CROSS JOIN (SELECT count(*) FROM woken) sent
