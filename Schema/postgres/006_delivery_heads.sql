@@ -16,8 +16,10 @@ CREATE INDEX deliveries_parked ON deliveries (user_id, subscription_id, sequence
 -- recently parked.
 CREATE INDEX deliveries_parked_at ON deliveries (parked_at)
     WHERE status = 'pending' AND parked_at IS NOT NULL;
--- Deliveries in flight per subscription (its concurrency cap), without reading the rest.
-CREATE INDEX deliveries_leased ON deliveries (subscription_id, lease_expires_at)
+-- Deliveries in flight per subscription (its concurrency cap), without reading the rest: the
+-- leases not yet over lead, so the planner takes this index for them even when statistics
+-- were taken with nothing in flight.
+CREATE INDEX deliveries_leased ON deliveries (lease_expires_at, subscription_id)
     WHERE status = 'pending' AND lease_owner IS NOT NULL;
 -- The order rule's other half: an earlier event of the user still awaiting verification.
 CREATE INDEX events_pending_user ON events (user_id, sequence) WHERE status = 'pending';

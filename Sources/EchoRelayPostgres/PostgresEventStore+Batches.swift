@@ -36,9 +36,9 @@ extension PostgresEventStore {
 
     /// The positions a batch statement answers with (`SELECT position, handed_off …`): the
     /// rows it wrote, each with the deliveries it leased to the hand-off's owner.
-    static func positions(_ rows: PostgresRowSequence) async throws -> [Int: [Int64]] {
+    static func positions<Rows: AsyncSequence>(_ rows: Rows) async throws -> [Int: [Int64]] where Rows.Element == (Int, [Int64]?) {
         var positions: [Int: [Int64]] = [:]
-        for try await (position, handedOff) in rows.decode((Int, [Int64]?).self) { positions[position] = handedOff ?? [] }
+        for try await (position, handedOff) in rows { positions[position] = handedOff ?? [] }
         return positions
     }
 

@@ -85,8 +85,8 @@ extension PostgresEventStore {
     /// confirmed token, the user's state (only a newer sequence moves it) and one delivery
     /// per enabled subscription that wants the type. Rows shared between batches (tokens,
     /// users) are written in key order, so two rounds never wait on each other in a cycle.
-    /// A new delivery that may go at once — a queue's head, of a subscription under its cap —
-    /// is written leased to the finish's hand-off owner, if it has one. Answers, by position
+    /// A new delivery that may go at once — a queue's head — is written leased to the finish's
+    /// hand-off owner, if it has one. Answers, by position
     /// in `finishes`, those whose lease was still ours (a stale claim of the same item in the
     /// batch does not count), each with the deliveries it handed off.
     /// With a `wakePayload`, a round that makes deliveries due notifies the other processes'
@@ -95,106 +95,7 @@ extension PostgresEventStore {
         _ finishes: [VerificationFinish], on connection: PostgresConnection, wakePayload: String?, logger: Logger
     ) async throws -> [Int: [Int64]] {
         let rows = try jsonRows(finishes.enumerated().map(VerificationFinish.Row.init))
-        let result = try await connection.query("""
-            WITH input AS (
-                SELECT * FROM jsonb_to_recordset(\(rows)::jsonb) AS x(
-                    position int, item bigint, owner text, event_id text, user_id text, sequence bigint, type text, occurred_at float8,
-                    status text, reason text, verified boolean, provider_user_id text, provider_phone text,
-                    token_hash text, state text, user_phone text, hand_owner text, hand_lease float8, hand_cap int)
-            ), kept AS (
-                -- By key (`= ANY`): a join the planner may hash would read every work item.
-                DELETE FROM work_items w USING input x
-                WHERE w.id = ANY (ARRAY(SELECT item FROM input)) AND w.id = x.item AND w.lease_owner = x.owner
-                RETURNING x.position
-            ), finished AS (
-                SELECT x.* FROM input x JOIN kept ON kept.position = x.position
-            ), decided AS (
-                UPDATE events e
-                SET status = f.status, status_reason = f.reason, decided_at = now(),
-                    verified_at = CASE WHEN f.verified THEN now() END,
-                    provider_user_id = f.provider_user_id, provider_phone_number = f.provider_phone,
-                    echo_service_provider = NULL, echo_authorization = NULL
-                FROM finished f WHERE e.id = f.event_id
-            ), tokens AS (
-                INSERT INTO verified_tokens (user_id, token_sha256)
-                SELECT DISTINCT f.user_id, decode(f.token_hash, 'base64') FROM finished f
-                WHERE f.token_hash IS NOT NULL
-                ORDER BY 1, 2
-                ON CONFLICT (user_id, token_sha256) DO UPDATE SET last_verified_at = now()
-            ), moved AS (
-                INSERT INTO users (user_id, state, phone_number, last_sequence, last_event_at)
-                SELECT f.user_id, f.state, f.user_phone, f.sequence, to_timestamp(f.occurred_at) FROM finished f
-                WHERE f.verified
-                ORDER BY f.user_id
-                ON CONFLICT (user_id) DO UPDATE
-                SET state = EXCLUDED.state,
-                    phone_number = COALESCE(EXCLUDED.phone_number, users.phone_number),
-                    last_sequence = EXCLUDED.last_sequence, last_event_at = EXCLUDED.last_event_at,
-                    updated_at = now()
-                WHERE users.last_sequence < EXCLUDED.last_sequence
-            ), fan AS MATERIALIZED (
-                -- Each new delivery, and whether it waits: behind an earlier pending delivery
-                -- of its queue, or an earlier event of a wanted type still awaiting
-                -- verification (this round's are final). Materialized, so each probe runs once.
-                SELECT f.event_id, s.id AS subscription_id, f.user_id, f.sequence, f.hand_owner, f.hand_lease, f.hand_cap,
-                       'msg_' || substr(md5(f.event_id || '/' || s.id), 1, 26) AS webhook_id,
-                       s.ordered AND (
-                           (SELECT 1 FROM deliveries p
-                            WHERE p.subscription_id = s.id AND p.user_id = f.user_id
-                              AND p.sequence < f.sequence AND p.status = 'pending' LIMIT 1) IS NOT NULL
-                        OR (SELECT 1 FROM events e
-                            WHERE e.user_id = f.user_id AND e.sequence < f.sequence AND e.status = 'pending'
-                              AND e.type = ANY (s.event_types)
-                              AND e.id NOT IN (SELECT event_id FROM finished) LIMIT 1) IS NOT NULL) AS blocked
-                FROM finished f JOIN subscriptions s
-                  ON s.enabled AND s.deleted_at IS NULL AND f.type = ANY (s.event_types)
-                WHERE f.verified
-            ), new AS MATERIALIZED (
-                -- Leased at once to the hand-off's owner if it may go and its subscription is
-                -- under the cap.
-                SELECT n.*, NOT n.blocked AND n.hand_owner IS NOT NULL AND n.hand_cap > (
-                           SELECT count(*) FROM deliveries l
-                           WHERE l.subscription_id = n.subscription_id AND l.status = 'pending'
-                             AND l.lease_owner IS NOT NULL AND l.lease_expires_at > now()) AS leased
-                FROM fan n
-            ), fanned_out AS (
-                INSERT INTO deliveries (event_id, subscription_id, user_id, sequence, webhook_id, parked_at,
-                                        due_at, lease_owner, lease_expires_at, attempts)
-                SELECT n.event_id, n.subscription_id, n.user_id, n.sequence, n.webhook_id,
-                       CASE WHEN n.blocked THEN now() END,
-                       CASE WHEN n.leased THEN now() + make_interval(secs => n.hand_lease) ELSE now() END,
-                       CASE WHEN n.leased THEN n.hand_owner END,
-                       CASE WHEN n.leased THEN now() + make_interval(secs => n.hand_lease) END,
-                       CASE WHEN n.leased THEN 1 ELSE 0 END
-                FROM new n
-                ON CONFLICT (event_id, subscription_id) WHERE replay_id IS NULL DO NOTHING
-                RETURNING id, event_id, parked_at, lease_owner
-            ), woken AS (
-                SELECT pg_notify('\(unescaped: PostgresWorkNotifications.channel)', \(wakePayload))
-                FROM (SELECT FROM fanned_out WHERE parked_at IS NULL AND lease_owner IS NULL LIMIT 1) anything_due
-                WHERE \(wakePayload)::text IS NOT NULL
-            ), unparked AS (
-                -- These events are final now: each queue of their users whose head was parked
-                -- behind one of them may go on (the claim parks it again if it is still blocked).
-                UPDATE deliveries d SET parked_at = NULL, due_at = now()
-                FROM (SELECT DISTINCT user_id FROM finished) u
-                CROSS JOIN LATERAL (
-                    SELECT h.id FROM subscriptions s CROSS JOIN LATERAL (
-                        SELECT p.id FROM deliveries p
-                        WHERE p.user_id = u.user_id AND p.subscription_id = s.id
-                          AND p.status = 'pending' AND p.parked_at IS NOT NULL
-                        ORDER BY p.sequence LIMIT 1) h
-                    WHERE s.ordered AND s.deleted_at IS NULL) head
-                -- A probe per row (not an anti-join, which would read every pending delivery).
-                WHERE d.id = head.id
-                  AND (SELECT 1 FROM deliveries p
-                       WHERE p.subscription_id = d.subscription_id AND p.user_id = d.user_id
-                         AND p.sequence < d.sequence AND p.status = 'pending'
-                       LIMIT 1) IS NULL
-            )
-            SELECT f.position, ARRAY(SELECT o.id FROM fanned_out o WHERE o.event_id = f.event_id AND o.lease_owner IS NOT NULL)
-            FROM finished f CROSS JOIN (SELECT count(*) FROM woken) sent
-            """, logger: logger)
+        let result = try await connection.execute(FinishRoundStatement(rows: rows, wakePayload: wakePayload), logger: logger)
         return try await positions(result)
     }
 
@@ -287,11 +188,9 @@ struct VerificationFinish: Sendable {
         /// The user's state and phone number if this verified event moves them.
         let state: String
         let user_phone: String?
-        /// The hand-off: who leases the new deliveries that may go at once, for how long, and
-        /// the subscription's cap.
+        /// The hand-off: who leases the new deliveries that may go at once, and for how long.
         let hand_owner: String?
         let hand_lease: Double?
-        let hand_cap: Int?
 
         init(_ position: Int, _ finish: VerificationFinish) {
             let task = finish.task, outcome = finish.outcome
@@ -314,7 +213,125 @@ struct VerificationFinish: Sendable {
             user_phone = deactivates ? nil : outcome.providerPhoneNumber
             hand_owner = finish.handOff?.owner
             hand_lease = finish.handOff?.lease.seconds
-            hand_cap = finish.handOff?.perSubscriptionCap
         }
+    }
+}
+
+/// `PostgresEventStore.finishRound`'s statement, prepared: the server plans it once per connection
+/// (its plan does not depend on the rows, which come as one jsonb array).
+struct FinishRoundStatement: PostgresPreparedStatement {
+    static let sql = """
+        WITH input AS (
+            SELECT * FROM jsonb_to_recordset($1::jsonb) AS x(
+                position int, item bigint, owner text, event_id text, user_id text, sequence bigint, type text, occurred_at float8,
+                status text, reason text, verified boolean, provider_user_id text, provider_phone text,
+                token_hash text, state text, user_phone text, hand_owner text, hand_lease float8)
+        ), kept AS (
+            -- By key (`= ANY`): a join the planner may hash would read every work item.
+            DELETE FROM work_items w USING input x
+            WHERE w.id = ANY (ARRAY(SELECT item FROM input)) AND w.id = x.item AND w.lease_owner = x.owner
+            RETURNING x.position
+        ), finished AS (
+            SELECT x.* FROM input x JOIN kept ON kept.position = x.position
+        ), decided AS (
+            UPDATE events e
+            SET status = f.status, status_reason = f.reason, decided_at = now(),
+                verified_at = CASE WHEN f.verified THEN now() END,
+                provider_user_id = f.provider_user_id, provider_phone_number = f.provider_phone,
+                echo_service_provider = NULL, echo_authorization = NULL
+            FROM finished f WHERE e.id = f.event_id
+        ), tokens AS (
+            INSERT INTO verified_tokens (user_id, token_sha256)
+            SELECT DISTINCT f.user_id, decode(f.token_hash, 'base64') FROM finished f
+            WHERE f.token_hash IS NOT NULL
+            ORDER BY 1, 2
+            ON CONFLICT (user_id, token_sha256) DO UPDATE SET last_verified_at = now()
+        ), moved AS (
+            INSERT INTO users (user_id, state, phone_number, last_sequence, last_event_at)
+            SELECT f.user_id, f.state, f.user_phone, f.sequence, to_timestamp(f.occurred_at) FROM finished f
+            WHERE f.verified
+            ORDER BY f.user_id
+            ON CONFLICT (user_id) DO UPDATE
+            SET state = EXCLUDED.state,
+                phone_number = COALESCE(EXCLUDED.phone_number, users.phone_number),
+                last_sequence = EXCLUDED.last_sequence, last_event_at = EXCLUDED.last_event_at,
+                updated_at = now()
+            WHERE users.last_sequence < EXCLUDED.last_sequence
+        ), fan AS MATERIALIZED (
+            -- Each new delivery, and whether it waits: behind an earlier pending delivery
+            -- of its queue, or an earlier event of a wanted type still awaiting
+            -- verification (this round's are final). Materialized, so each probe runs once.
+            SELECT f.event_id, s.id AS subscription_id, f.user_id, f.sequence, f.hand_owner, f.hand_lease,
+                   'msg_' || substr(md5(f.event_id || '/' || s.id), 1, 26) AS webhook_id,
+                   s.ordered AND (
+                       (SELECT 1 FROM deliveries p
+                        WHERE p.subscription_id = s.id AND p.user_id = f.user_id
+                          AND p.sequence < f.sequence AND p.status = 'pending' LIMIT 1) IS NOT NULL
+                    OR (SELECT 1 FROM events e
+                        WHERE e.user_id = f.user_id AND e.sequence < f.sequence AND e.status = 'pending'
+                          AND e.type = ANY (s.event_types)
+                          AND e.id NOT IN (SELECT event_id FROM finished) LIMIT 1) IS NOT NULL) AS blocked
+            FROM finished f JOIN subscriptions s
+              ON s.enabled AND s.deleted_at IS NULL AND f.type = ANY (s.event_types)
+            WHERE f.verified
+        ), new AS MATERIALIZED (
+            -- Leased at once to the hand-off's owner if it may go (its worker keeps the
+            -- subscription's cap in memory).
+            SELECT n.*, NOT n.blocked AND n.hand_owner IS NOT NULL AS leased FROM fan n
+        ), fanned_out AS (
+            INSERT INTO deliveries (event_id, subscription_id, user_id, sequence, webhook_id, parked_at,
+                                    due_at, lease_owner, lease_expires_at, attempts)
+            SELECT n.event_id, n.subscription_id, n.user_id, n.sequence, n.webhook_id,
+                   CASE WHEN n.blocked THEN now() END,
+                   CASE WHEN n.leased THEN now() + make_interval(secs => n.hand_lease) ELSE now() END,
+                   CASE WHEN n.leased THEN n.hand_owner END,
+                   CASE WHEN n.leased THEN now() + make_interval(secs => n.hand_lease) END,
+                   CASE WHEN n.leased THEN 1 ELSE 0 END
+            FROM new n
+            ON CONFLICT (event_id, subscription_id) WHERE replay_id IS NULL DO NOTHING
+            RETURNING id, event_id, parked_at, lease_owner
+        ), woken AS (
+            SELECT pg_notify('\(PostgresWorkNotifications.channel)', $2::text)
+            FROM (SELECT FROM fanned_out WHERE parked_at IS NULL AND lease_owner IS NULL LIMIT 1) anything_due
+            WHERE $2::text IS NOT NULL
+        ), unparked AS (
+            -- These events are final now: each queue of their users whose head was parked
+            -- behind one of them may go on (the claim parks it again if it is still blocked).
+            UPDATE deliveries d SET parked_at = NULL, due_at = now()
+            FROM (SELECT DISTINCT user_id FROM finished) u
+            CROSS JOIN LATERAL (
+                SELECT h.id FROM subscriptions s CROSS JOIN LATERAL (
+                    SELECT p.id FROM deliveries p
+                    WHERE p.user_id = u.user_id AND p.subscription_id = s.id
+                      AND p.status = 'pending' AND p.parked_at IS NOT NULL
+                    ORDER BY p.sequence LIMIT 1) h
+                WHERE s.ordered AND s.deleted_at IS NULL) head
+            -- A probe per row (not an anti-join, which would read every pending delivery).
+            WHERE d.id = head.id
+              AND (SELECT 1 FROM deliveries p
+                   WHERE p.subscription_id = d.subscription_id AND p.user_id = d.user_id
+                     AND p.sequence < d.sequence AND p.status = 'pending'
+                   LIMIT 1) IS NULL
+        )
+        SELECT f.position, ARRAY(SELECT o.id FROM fanned_out o WHERE o.event_id = f.event_id AND o.lease_owner IS NOT NULL)
+        FROM finished f CROSS JOIN (SELECT count(*) FROM woken) sent
+        """
+
+    static let bindingDataTypes: [PostgresDataType] = [.text, .text]
+
+    typealias Row = (Int, [Int64]?)
+
+    var rows: String
+    var wakePayload: String?
+
+    func makeBindings() -> PostgresBindings {
+        var bindings = PostgresBindings(capacity: 2)
+        bindings.append(rows)
+        bindings.append(wakePayload)
+        return bindings
+    }
+
+    func decodeRow(_ row: PostgresRow) throws -> Row {
+        try row.decode(Row.self)
     }
 }

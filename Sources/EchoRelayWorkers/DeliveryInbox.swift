@@ -29,6 +29,12 @@ public final class DeliveryInbox: Sendable {
         waiting.withLock { $0 += ids }
     }
 
+    /// Puts back ids taken but not started (their subscription at its cap), to go first next time.
+    func putBack(_ ids: [Int64]) {
+        guard !ids.isEmpty else { return }
+        waiting.withLock { $0.insert(contentsOf: ids, at: 0) }
+    }
+
     /// Takes up to `limit` ids, oldest first.
     func take(upTo limit: Int) -> [Int64] {
         waiting.withLock { waiting in

@@ -45,6 +45,9 @@ public struct DeliveryWorker: Service, CustomStringConvertible {
     /// Deliveries leased to this process as they were written, to send without a claim.
     let handOffs: DeliveryInbox
     let claims = ClaimPacing()
+    /// Webhooks in flight per subscription in this process: the cap for handed-off deliveries
+    /// (a claim counts the leases in the database).
+    let inFlight = SubscriptionLoad()
 
     public init(store: any DeliveryStore, wake: WakeSignal, configuration: DeliveryWorkerConfiguration, owner: String,
                 handOffs: DeliveryInbox? = nil, ready: Gate = Gate(open: true), metrics: RelayMetrics = RelayMetrics(),
@@ -84,21 +87,23 @@ public struct DeliveryWorker: Service, CustomStringConvertible {
 
     /// The inbox a worker with this owner and configuration hands off to.
     public static func inbox(owner: String, configuration: DeliveryWorkerConfiguration) -> DeliveryInbox {
-        DeliveryInbox(handOff: DeliveryHandOff(owner: owner, lease: configuration.lease,
-                                               perSubscriptionCap: configuration.perSubscriptionConcurrency),
-                      capacity: configuration.concurrency)
+        DeliveryInbox(handOff: DeliveryHandOff(owner: owner, lease: configuration.lease), capacity: configuration.concurrency)
     }
 
-    /// What to send next: the deliveries handed off to this process first, then a claim for
-    /// the rest of the free slots — when nothing was handed off (a wake from elsewhere, the
-    /// poll), or the last claim came back full, or a poll interval has passed since it.
+    /// What to send next: the deliveries handed off to this process first — those of a
+    /// subscription at its cap wait in the inbox for one of its deliveries to end — then a
+    /// claim for the rest of the free slots, when nothing was handed off (a wake from
+    /// elsewhere, the poll), or the last claim came back full, or a poll interval has passed.
     func nextDeliveries(upTo free: Int) async throws -> [DeliveryTask] {
-        let handed = try await store.leasedDeliveries(ids: handOffs.take(upTo: free), owner: owner)
+        let loaded = try await store.leasedDeliveries(ids: handOffs.take(upTo: free), owner: owner)
+        let (handed, waiting) = inFlight.admit(loaded, cap: configuration.perSubscriptionConcurrency)
+        handOffs.putBack(waiting.map(\.deliveryID))
         let room = free - handed.count
         guard room > 0, handed.isEmpty || claims.due(every: configuration.pollInterval) else { return handed }
         let claimed = try await store.claimDeliveries(owner: owner, limit: room, lease: configuration.lease,
                                                       perSubscriptionCap: configuration.perSubscriptionConcurrency)
         claims.claimed(full: claimed.count == room)
+        inFlight.started(claimed)
         return handed + claimed
     }
 
@@ -152,6 +157,7 @@ public struct DeliveryWorker: Service, CustomStringConvertible {
             let body = bodies.value(for: content) { content.bytes() }
             answer = await client.post(url: task.url, headers: headers(for: task, body: body), body: body)
         }
+        inFlight.finished(task.subscriptionID)
         if Task.isCancelled {
             await Task { try? await store.releaseDelivery(task, owner: owner) }.value
             return false
@@ -248,5 +254,40 @@ final class ClaimPacing: Sendable {
 
     func claimed(full: Bool) {
         state.withLock { $0 = (ContinuousClock.now, full) }
+    }
+}
+
+/// Webhooks in flight per subscription, so that handed-off deliveries keep the cap a claim
+/// keeps in the database.
+final class SubscriptionLoad: Sendable {
+    private let counts = Mutex<[String: Int]>([:])
+
+    /// Counts in those `tasks` that keep their subscription within `cap`, and returns the rest.
+    func admit(_ tasks: [DeliveryTask], cap: Int) -> (admitted: [DeliveryTask], waiting: [DeliveryTask]) {
+        counts.withLock { counts in
+            var admitted: [DeliveryTask] = [], waiting: [DeliveryTask] = []
+            for task in tasks {
+                if counts[task.subscriptionID, default: 0] < cap {
+                    counts[task.subscriptionID, default: 0] += 1
+                    admitted.append(task)
+                } else {
+                    waiting.append(task)
+                }
+            }
+            return (admitted, waiting)
+        }
+    }
+
+    func started(_ tasks: [DeliveryTask]) {
+        counts.withLock { counts in
+            for task in tasks { counts[task.subscriptionID, default: 0] += 1 }
+        }
+    }
+
+    func finished(_ subscriptionID: String) {
+        counts.withLock { counts in
+            let left = counts[subscriptionID, default: 1] - 1
+            counts[subscriptionID] = left > 0 ? left : nil
+        }
     }
 }

@@ -6,8 +6,8 @@ import TestSupport
 import Testing
 
 /// Deliveries leased as they are written (`DeliveryHandOff`): what may go at once goes to the
-/// hand-off's owner without a claim; what must wait, or would pass a cap, does not; and a
-/// lease whose process died lapses to any other process with the same webhook-id.
+/// hand-off's owner without a claim; what must wait does not; and a lease whose process died
+/// lapses to any other process with the same webhook-id.
 @Suite struct HandOffTests {
     static func withStore(_ body: @Sendable (PostgresEventStore, PostgresClient) async throws -> Void) async throws {
         try await TestDatabase.withFresh { database in
@@ -26,7 +26,7 @@ import Testing
         try await Self.withStore { store, _ in
             _ = try await store.subscribe(ordered: true)
             for (id, user) in [("a1", "a"), ("a2", "a"), ("b1", "b")] { try await store.ingest(id, user: user) }
-            let handOff = DeliveryHandOff(owner: "p1", lease: .seconds(60), perSubscriptionCap: 8)
+            let handOff = DeliveryHandOff(owner: "p1", lease: .seconds(60))
             var handed: [Int64] = []
             for task in try await store.claimVerifications(owner: "p1", limit: 10, lease: .seconds(60)) {
                 let written = try await store.finishVerification(task, owner: "p1", outcome: Self.verified(task), handOff: handOff)
@@ -50,20 +50,6 @@ import Testing
         }
     }
 
-    @Test func aHandOffLeavesWhatWouldPassTheSubscriptionsCapToTheClaim() async throws {
-        try await Self.withStore { store, _ in
-            _ = try await store.subscribe(ordered: true)
-            for user in ["a", "b", "c"] { try await store.ingest("\(user)1", user: user) }
-            let handOff = DeliveryHandOff(owner: "p1", lease: .seconds(60), perSubscriptionCap: 2)
-            var handed: [Int64] = []
-            for task in try await store.claimVerifications(owner: "p1", limit: 10, lease: .seconds(60)) {
-                handed += try await store.finishVerification(task, owner: "p1", outcome: Self.verified(task), handOff: handOff).handedOff
-            }
-            #expect(handed.count == 2, "two in flight is the cap")
-            #expect(try await store.claimAllDeliveries(cap: 3).count == 1, "the third is due for a claim")
-        }
-    }
-
     @Test func aHandedOffDeliveryWhoseProcessDiedIsClaimedByAnotherWithItsWebhookID() async throws {
         try await Self.withStore { store, _ in
             _ = try await store.subscribe(ordered: true)
@@ -71,7 +57,7 @@ import Testing
             let task = try #require(try await store.claimVerifications(owner: "p1", limit: 1, lease: .seconds(60)).first)
             let written = try await store.finishVerification(
                 task, owner: "p1", outcome: Self.verified(task),
-                handOff: DeliveryHandOff(owner: "p1", lease: .seconds(3), perSubscriptionCap: 8))
+                handOff: DeliveryHandOff(owner: "p1", lease: .seconds(3)))
             let handed = try await store.leasedDeliveries(ids: written.handedOff, owner: "p1")
             #expect(handed.count == 1)
             // p1 dies here, before sending: nothing else knows of the hand-off.

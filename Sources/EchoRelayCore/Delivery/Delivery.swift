@@ -147,18 +147,16 @@ public struct DeliveryRecord: Sendable, Equatable {
 
 /// Asks a write that makes deliveries due (a verification outcome, an attempt that ends a
 /// delivery) to lease them to this process as it writes them, so that they are sent at once
-/// without a claim. Only what may go now is leased — a queue's head, of a subscription with
-/// fewer than `perSubscriptionCap` in flight — and the lease is durable: if the process dies
+/// without a claim. Only what may go now is leased — a queue's head; the owner keeps each
+/// subscription's concurrency cap in memory — and the lease is durable: if the process dies
 /// before sending, the lease lapses and any process claims the delivery (same webhook-id).
 public struct DeliveryHandOff: Sendable, Equatable {
     public var owner: String
     public var lease: Duration
-    public var perSubscriptionCap: Int
 
-    public init(owner: String, lease: Duration, perSubscriptionCap: Int) {
+    public init(owner: String, lease: Duration) {
         self.owner = owner
         self.lease = lease
-        self.perSubscriptionCap = perSubscriptionCap
     }
 }
 

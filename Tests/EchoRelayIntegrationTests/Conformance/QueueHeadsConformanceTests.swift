@@ -32,8 +32,9 @@ import Testing
                         // A retry in the middle of the queue: it stays the head, the rest wait.
                         retried = true
                         try await store.finish(task, .retry(after: .milliseconds(200)), status: 503)
+                        // On a slow machine the retry may be due already: a12 may come back, never a13.
                         let meanwhile = try await store.claimAllDeliveries()
-                        #expect(meanwhile.allSatisfy { $0.userID != "a" }, "a13 and on wait for a12's retry")
+                        #expect(meanwhile.allSatisfy { $0.userID != "a" || $0.eventID == "a12" }, "a13 and on wait for a12's retry")
                         for other in meanwhile {
                             try await store.finish(other)
                             delivered.append(other.eventID)
