@@ -42,16 +42,19 @@ final class SQLiteSession: Sendable {
 
     /// Closes the connection, then releases the file lock: in that order, because closing
     /// our descriptor of the file while SQLite still uses it would drop SQLite's own locks.
+    /// A close that fails keeps both, so the connection is never dropped open (SQLiteNIO
+    /// asserts on that) and the file is not released while SQLite may still hold it.
     func close() async throws {
         await gate.acquire()
         defer { gate.release() }
-        guard let (connection, lock) = state.withLock({ state in defer { state = nil }; return state }) else { return }
-        defer { lock.release() }
+        guard let (connection, lock) = state.withLock({ $0 }) else { return }
         do {
             try await connection.close()
         } catch {
             throw StoreError.wrapSQLite(error)
         }
+        state.withLock { $0 = nil }
+        lock.release()
     }
 
     var isClosed: Bool { state.withLock { $0 == nil } }
