@@ -30,9 +30,9 @@ public protocol EventStore: Sendable {
     /// confirmed token hash updated, and — when verified — one delivery per matching enabled
     /// subscription created. `kept` is false, changing nothing, if `owner` no longer holds the
     /// lease (another worker has the item). With a `handOff`, the new deliveries that may go
-    /// at once are written already leased to its owner and listed (`DeliveryHandOff`).
+    /// at once are written already leased to its owner and listed (`HandOff`).
     func finishVerification(
-        _ task: VerificationTask, owner: String, outcome: VerificationOutcome, handOff: DeliveryHandOff?
+        _ task: VerificationTask, owner: String, outcome: VerificationOutcome, handOff: HandOff?
     ) async throws -> FinishedWork
 
     /// Makes the item due again after `delay`, keeping its try count. False if the lease was lost.

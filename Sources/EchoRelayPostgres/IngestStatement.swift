@@ -63,7 +63,7 @@ struct IngestStatement: PostgresPreparedStatement {
 
     var events: [IncomingEvent]
     var wakePayload: String?
-    var handOff: VerificationHandOff?
+    var handOff: HandOff?
 
     func makeBindings() -> PostgresBindings {
         var bindings = PostgresBindings(capacity: 11)

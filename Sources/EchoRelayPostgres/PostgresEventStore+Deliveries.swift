@@ -117,7 +117,7 @@ extension PostgresEventStore: DeliveryStore {
 
     public func recordDeliveryAttempt(
         _ task: DeliveryTask, owner: String, attempt: DeliveryAttempt, next: DeliveryNext, disableAfter: Duration,
-        handOff: DeliveryHandOff?
+        handOff: HandOff?
     ) async throws -> FinishedWork {
         try await attempts.submit(RecordedAttempt(task: task, owner: owner, attempt: attempt, next: next, disableAfter: disableAfter,
                                                   handOff: handOff))
@@ -232,7 +232,7 @@ struct RecordedAttempt: Sendable {
     let attempt: DeliveryAttempt
     let next: DeliveryNext
     let disableAfter: Duration
-    let handOff: DeliveryHandOff?
+    let handOff: HandOff?
 
     struct Row: Encodable {
         let position: Int

@@ -45,7 +45,7 @@ extension PostgresEventStore {
     }
 
     public func finishVerification(
-        _ task: VerificationTask, owner: String, outcome: VerificationOutcome, handOff: DeliveryHandOff?
+        _ task: VerificationTask, owner: String, outcome: VerificationOutcome, handOff: HandOff?
     ) async throws -> FinishedWork {
         try await finishes.submit(VerificationFinish(task: task, owner: owner, outcome: outcome, handOff: handOff))
     }
@@ -167,7 +167,7 @@ struct VerificationFinish: Sendable {
     let task: VerificationTask
     let owner: String
     let outcome: VerificationOutcome
-    let handOff: DeliveryHandOff?
+    let handOff: HandOff?
 
     struct Row: Encodable {
         let position: Int

@@ -132,7 +132,7 @@ extension SQLiteEventStore {
     /// The embedded store hands nothing off (see `finishVerification`).
     public func recordDeliveryAttempt(
         _ task: DeliveryTask, owner: String, attempt: DeliveryAttempt, next: DeliveryNext, disableAfter: Duration,
-        handOff: DeliveryHandOff?
+        handOff: HandOff?
     ) async throws -> FinishedWork {
         FinishedWork(kept: try await record(task, owner: owner, attempt: attempt, next: next, disableAfter: disableAfter))
     }

@@ -48,7 +48,7 @@ extension SQLiteEventStore {
     /// embedded store hands nothing off: its one process claims the deliveries it makes, and
     /// a claim here is a local read, not a round trip.
     public func finishVerification(
-        _ task: VerificationTask, owner: String, outcome: VerificationOutcome, handOff: DeliveryHandOff?
+        _ task: VerificationTask, owner: String, outcome: VerificationOutcome, handOff: HandOff?
     ) async throws -> FinishedWork {
         FinishedWork(kept: try await finishes.submit(VerificationFinish(task: task, owner: owner, outcome: outcome)))
     }

@@ -78,7 +78,7 @@ public enum EchoRelayServer {
         let replayWake = WakeSignal()
         // A process that ingests and verifies verifies what it ingests, without a claim.
         let verificationHandOffs = configuration.role.runsWorkers && configuration.role.servesAPI
-            ? VerificationInbox(handOff: VerificationHandOff(owner: processID, lease: configuration.echo.lease),
+            ? VerificationInbox(handOff: HandOff(owner: processID, lease: configuration.echo.lease),
                                 capacity: configuration.echo.concurrency)
             : nil
         let backend = try await StoreBackend.open(

@@ -87,7 +87,7 @@ public struct DeliveryWorker: Service, CustomStringConvertible {
 
     /// The inbox a worker with this owner and configuration hands off to.
     public static func inbox(owner: String, configuration: DeliveryWorkerConfiguration) -> DeliveryInbox {
-        DeliveryInbox(handOff: DeliveryHandOff(owner: owner, lease: configuration.lease), capacity: configuration.concurrency)
+        DeliveryInbox(handOff: HandOff(owner: owner, lease: configuration.lease), capacity: configuration.concurrency)
     }
 
     /// What to send next: the deliveries handed off to this process first — those of a

@@ -5,7 +5,7 @@ import PostgresNIO
 import TestSupport
 import Testing
 
-/// Deliveries leased as they are written (`DeliveryHandOff`): what may go at once goes to the
+/// Deliveries leased as they are written (`HandOff`): what may go at once goes to the
 /// hand-off's owner without a claim; what must wait does not; and a lease whose process died
 /// lapses to any other process with the same webhook-id.
 @Suite struct HandOffTests {
@@ -26,7 +26,7 @@ import Testing
         try await Self.withStore { store, _ in
             _ = try await store.subscribe(ordered: true)
             for (id, user) in [("a1", "a"), ("a2", "a"), ("b1", "b")] { try await store.ingest(id, user: user) }
-            let handOff = DeliveryHandOff(owner: "p1", lease: .seconds(60))
+            let handOff = HandOff(owner: "p1", lease: .seconds(60))
             var handed: [Int64] = []
             for task in try await store.claimVerifications(owner: "p1", limit: 10, lease: .seconds(60)) {
                 let written = try await store.finishVerification(task, owner: "p1", outcome: Self.verified(task), handOff: handOff)
@@ -57,7 +57,7 @@ import Testing
             let task = try #require(try await store.claimVerifications(owner: "p1", limit: 1, lease: .seconds(60)).first)
             let written = try await store.finishVerification(
                 task, owner: "p1", outcome: Self.verified(task),
-                handOff: DeliveryHandOff(owner: "p1", lease: .seconds(3)))
+                handOff: HandOff(owner: "p1", lease: .seconds(3)))
             let handed = try await store.leasedDeliveries(ids: written.handedOff, owner: "p1")
             #expect(handed.count == 1)
             // p1 dies here, before sending: nothing else knows of the hand-off.
@@ -73,7 +73,7 @@ import Testing
         try await TestDatabase.withFresh { database in
             try await database.withClient { client in
                 _ = try await Migrator(client: client, logger: TestLogger.quiet).migrate()
-                let inbox = VerificationInbox(handOff: VerificationHandOff(owner: "p1", lease: .seconds(3)), capacity: 1)
+                let inbox = VerificationInbox(handOff: HandOff(owner: "p1", lease: .seconds(3)), capacity: 1)
                 let store = PostgresEventStore(client: client, logger: TestLogger.quiet, verificationHandOffs: inbox)
                 try await store.ingest("e1", user: "u")
                 let handed = inbox.take(upTo: 10)

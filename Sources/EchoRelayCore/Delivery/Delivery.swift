@@ -145,21 +145,6 @@ public struct DeliveryRecord: Sendable, Equatable {
     }
 }
 
-/// Asks a write that makes deliveries due (a verification outcome, an attempt that ends a
-/// delivery) to lease them to this process as it writes them, so that they are sent at once
-/// without a claim. Only what may go now is leased — a queue's head; the owner keeps each
-/// subscription's concurrency cap in memory — and the lease is durable: if the process dies
-/// before sending, the lease lapses and any process claims the delivery (same webhook-id).
-public struct DeliveryHandOff: Sendable, Equatable {
-    public var owner: String
-    public var lease: Duration
-
-    public init(owner: String, lease: Duration) {
-        self.owner = owner
-        self.lease = lease
-    }
-}
-
 /// What a write of finished work answered: whether the lease was still ours (else nothing
 /// was written), and the deliveries it leased to the hand-off's owner, to send now.
 public struct FinishedWork: Sendable, Equatable {
@@ -191,7 +176,7 @@ public protocol DeliveryStore: Sendable {
     /// subscription. A delivery final now lets the next one of its queue go; with a
     /// `handOff`, that one is leased to its owner at once and listed.
     func recordDeliveryAttempt(_ task: DeliveryTask, owner: String, attempt: DeliveryAttempt, next: DeliveryNext,
-                               disableAfter: Duration, handOff: DeliveryHandOff?) async throws -> FinishedWork
+                               disableAfter: Duration, handOff: HandOff?) async throws -> FinishedWork
     /// The deliveries leased to `owner` by a hand-off, to send: those of `ids` it still holds.
     func leasedDeliveries(ids: [Int64], owner: String) async throws -> [DeliveryTask]
     /// The safety net of parking (only a queue's head is due): unparks the parked deliveries
