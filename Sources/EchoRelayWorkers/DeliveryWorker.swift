@@ -41,7 +41,7 @@ public struct DeliveryWorker: Service, CustomStringConvertible {
     /// Parsed signing keys by secret. A rotation makes a new secret, so an entry is never stale.
     let signingKeys = BoundedCache<Secret, WebhookSecret>(capacity: 256)
     let addressChecks = AddressChecks(policy: SubscriberURLPolicy(allowPrivate: false))
-    let summary = DeliverySummary()
+    let summary = OutcomeSummary("webhooks sent", keys: ["deliveries.delivered", "deliveries.retried", "deliveries.dead"])
     /// Deliveries leased to this process as they were written, to send without a claim.
     let handOffs: DeliveryInbox
     let claims = ClaimPacing()
@@ -190,7 +190,12 @@ public struct DeliveryWorker: Service, CustomStringConvertible {
             return false
         }
         metrics.deliveryAttempted(outcome: next.outcome, duration: attempt.duration)
-        summary.count(next, logger: self.logger)
+        let outcome = switch next {
+        case .delivered: "deliveries.delivered"
+        case .retry: "deliveries.retried"
+        case .dead: "deliveries.dead"
+        }
+        summary.count(outcome, logger: self.logger)
         switch next {
         case .delivered:
             logger.debug("delivered", metadata: ["http.status": "\(answer.statusCode ?? 0)"])

@@ -43,6 +43,7 @@ public struct VerifyWorker: Service, CustomStringConvertible {
     /// Events this process's ingest handed to it, leased already (nil: none).
     let verificationHandOffs: VerificationInbox?
     let claims = ClaimPacing()
+    let summary = OutcomeSummary("events verified", keys: ["events.verified", "events.rejected", "events.unverifiable"])
     let metrics: RelayMetrics
     let logger: Logger
 
@@ -152,7 +153,11 @@ public struct VerifyWorker: Service, CustomStringConvertible {
         do {
             let written = try await store.finishVerification(task, owner: owner, outcome: outcome, handOff: handOffs?.request())
             if written.kept {
-                logger.info("event \(outcome.status.rawValue)", metadata: ["verify.reason": "\(outcome.reason.rawValue)"])
+                // A verified event is one line among many (debug, and the summary at info);
+                // a rejected or unverifiable one is what support looks for.
+                logger.log(level: outcome.status == .verified ? .debug : .notice, "event \(outcome.status.rawValue)",
+                           metadata: ["verify.reason": "\(outcome.reason.rawValue)"])
+                summary.count("events.\(outcome.status.rawValue)", logger: self.logger)
                 metrics.verificationFinished(status: outcome.status, reason: outcome.reason.rawValue)
                 handOffs?.add(written.handedOff)
                 if outcome.status == .verified { deliveriesCreated() }

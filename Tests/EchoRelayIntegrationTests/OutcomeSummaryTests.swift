@@ -4,20 +4,21 @@ import InMemoryLogging
 import Logging
 import Testing
 
-/// At `info`, the delivery worker reports counts now and then instead of a line per webhook.
-@Suite struct DeliverySummaryTests {
+/// At `info`, the workers report counts now and then instead of a line per item.
+@Suite struct OutcomeSummaryTests {
     @Test func outcomesAreReportedOncePerIntervalAndThenStartAgain() {
         let handler = InMemoryLogHandler()
         var logger = Logger(label: "test") { _ in handler }
         logger.logLevel = .info
-        let summary = DeliverySummary(interval: .seconds(3600))
-        for _ in 0..<5 { summary.count(.delivered, logger: logger) }
-        summary.count(.retry(after: .seconds(1)), logger: logger)
+        let keys = ["deliveries.delivered", "deliveries.retried", "deliveries.dead"]
+        let summary = OutcomeSummary("webhooks sent", keys: keys, interval: .seconds(3600))
+        for _ in 0..<5 { summary.count("deliveries.delivered", logger: logger) }
+        summary.count("deliveries.retried", logger: logger)
         #expect(handler.entries.isEmpty, "nothing is said before the interval has passed")
 
-        let everyTime = DeliverySummary(interval: .zero)
-        everyTime.count(.delivered, logger: logger)
-        everyTime.count(.dead(disableSubscription: nil), logger: logger)
+        let everyTime = OutcomeSummary("webhooks sent", keys: keys, interval: .zero)
+        everyTime.count("deliveries.delivered", logger: logger)
+        everyTime.count("deliveries.dead", logger: logger)
         let lines = handler.entries
         #expect(lines.map(\.message.description) == ["webhooks sent", "webhooks sent"])
         #expect(lines.map(\.level) == [.info, .info])
