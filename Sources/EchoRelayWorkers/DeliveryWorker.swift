@@ -98,13 +98,12 @@ public struct DeliveryWorker: Service, CustomStringConvertible {
         let loaded = try await store.leasedDeliveries(ids: handOffs.take(upTo: free), owner: owner)
         let (handed, waiting) = inFlight.admit(loaded, cap: configuration.perSubscriptionConcurrency)
         handOffs.putBack(waiting.map(\.deliveryID))
-        let room = free - handed.count
-        guard room > 0, handed.isEmpty || claims.due(every: configuration.pollInterval) else { return handed }
-        let claimed = try await store.claimDeliveries(owner: owner, limit: room, lease: configuration.lease,
-                                                      perSubscriptionCap: configuration.perSubscriptionConcurrency)
-        claims.claimed(full: claimed.count == room)
-        inFlight.started(claimed)
-        return handed + claimed
+        return try await claims.after(handed, free: free, every: configuration.pollInterval) { room in
+            let claimed = try await store.claimDeliveries(owner: owner, limit: room, lease: configuration.lease,
+                                                          perSubscriptionCap: configuration.perSubscriptionConcurrency)
+            inFlight.started(claimed)
+            return claimed
+        }
     }
 
     /// The safety net of parking (`DeliveryStore.unparkStrandedDeliveries`): every poll
@@ -242,23 +241,6 @@ public struct DeliveryWorker: Service, CustomStringConvertible {
             let kind: DeliveryErrorKind = problem.reason.contains("resolve") ? .dns : .refusedAddress
             return .init(errorKind: kind, error: "the subscriber's address \(problem.reason)")
         }
-    }
-}
-
-/// When the delivery worker claims although deliveries were handed to it: River's producer
-/// fetches again only after a full fetch; here also once per poll interval, for work only a
-/// claim finds (expired leases, retries come due, other processes' deliveries).
-final class ClaimPacing: Sendable {
-    private let state = Mutex<(at: ContinuousClock.Instant?, full: Bool)>((nil, false))
-
-    func due(every interval: Duration) -> Bool {
-        state.withLock { state in
-            state.full || state.at.map { ContinuousClock.now - $0 >= interval } ?? true
-        }
-    }
-
-    func claimed(full: Bool) {
-        state.withLock { $0 = (ContinuousClock.now, full) }
     }
 }
 

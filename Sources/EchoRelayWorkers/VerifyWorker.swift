@@ -86,14 +86,10 @@ public struct VerifyWorker: Service, CustomStringConvertible {
         let loop = WorkLoop(concurrency: configuration.concurrency, pollInterval: configuration.pollInterval,
                             shutdownGrace: configuration.shutdownGrace, wake: wake, logger: logger)
         await loop.run(until: stopped) { free in
-            // The events ingest handed over first; a claim for the rest of the slots when
-            // nothing was handed over, after a full claim, or once a poll interval.
-            let handed = verificationHandOffs?.take(upTo: free) ?? []
-            let room = free - handed.count
-            guard room > 0, handed.isEmpty || claims.due(every: configuration.pollInterval) else { return handed }
-            let claimed = try await store.claimVerifications(owner: owner, limit: room, lease: configuration.lease)
-            claims.claimed(full: claimed.count == room)
-            return handed + claimed
+            // The events ingest handed over first, then a claim for the rest when it is due.
+            try await claims.after(verificationHandOffs?.take(upTo: free) ?? [], free: free, every: configuration.pollInterval) { room in
+                try await store.claimVerifications(owner: owner, limit: room, lease: configuration.lease)
+            }
         } process: { task in
             await process(task, client: client)
             return false  // its deliveries wake the delivery workers (`deliveriesCreated`), not this loop
