@@ -2,9 +2,9 @@
 -- claim statement, then the finish that stands for recording each claimed delivery as
 -- delivered, each its own transaction.
 --
--- The first statement is PostgresEventStore.claimQuery (Sources/EchoRelayPostgres/
--- PostgresEventStore+Deliveries.swift) with its parameters as pgbench variables, in order:
--- :cap (twice), :limit, :owner, :lease_seconds (twice); ClaimStatementTests keeps the two
+-- The first statement is ClaimDeliveriesStatement (Sources/EchoRelayPostgres/
+-- ClaimStatements.swift), prepared as the worker prepares it, with its parameters as pgbench
+-- variables, in order: :cap (twice), :limit, :owner, :lease_seconds (twice); ClaimStatementTests keeps the two
 -- equal, so the claim part measures the statement the worker runs. scripts/bench passes the
 -- values with -D as a worker binds them by default (a lease of 60 s, 8 webhooks per
 -- subscription, 64 per process); :owner is each client's own (pgbench's client_id).

@@ -14,8 +14,9 @@ extension PostgresEventStore: DeliveryStore {
             // delivery unparked early, or made due by a replay, is parked here). It takes up
             // to its cap minus what it has in flight, first tries before retries; the window
             // reads a few more than that, so that parking keeps ahead of delivering.
-            let rows = try await client.query(
-                Self.claimQuery(owner: owner, limit: limit, lease: lease, perSubscriptionCap: perSubscriptionCap), logger: logger
+            let rows = try await client.execute(
+                ClaimDeliveriesStatement(owner: owner, limit: limit, lease: lease, perSubscriptionCap: perSubscriptionCap),
+                logger: logger
             )
             return try await tasks(from: rows)
         } catch {
@@ -23,87 +24,19 @@ extension PostgresEventStore: DeliveryStore {
         }
     }
 
-    /// The claim statement. Benchmarks/pgbench/claim-deliveries.sql runs the same text
-    /// (ClaimStatementTests keeps them equal).
-    static func claimQuery(owner: String, limit: Int, lease: Duration, perSubscriptionCap: Int) -> PostgresQuery {
-        """
-        WITH busy AS (
-            SELECT subscription_id, count(*) AS n FROM deliveries
-            WHERE status = 'pending' AND lease_owner IS NOT NULL AND lease_expires_at > now()
-            GROUP BY subscription_id
-        ), open AS (
-            SELECT s.id, s.ordered, s.event_types, \(perSubscriptionCap) - coalesce(b.n, 0) AS room
-            FROM subscriptions s LEFT JOIN busy b ON b.subscription_id = s.id
-            WHERE s.enabled AND s.deleted_at IS NULL AND coalesce(b.n, 0) < \(perSubscriptionCap)
-        ), due AS (
-            SELECT d.*, o.room, o.ordered AND (
-                       EXISTS (SELECT 1 FROM deliveries p
-                               WHERE p.subscription_id = d.subscription_id AND p.user_id = d.user_id
-                                 AND p.sequence < d.sequence AND p.status = 'pending')
-                    OR EXISTS (SELECT 1 FROM events e
-                               WHERE e.user_id = d.user_id AND e.sequence < d.sequence
-                                 AND e.status = 'pending' AND e.type = ANY (o.event_types))) AS blocked
-            FROM open o CROSS JOIN LATERAL (
-                SELECT d.id, d.subscription_id, d.user_id, d.sequence, d.attempts, d.due_at FROM deliveries d
-                WHERE d.subscription_id = o.id AND d.status = 'pending' AND d.parked_at IS NULL AND d.due_at <= now()
-                ORDER BY d.due_at
-                LIMIT o.room + 32
-                FOR UPDATE SKIP LOCKED
-            ) d
-        ), parked AS (
-            UPDATE deliveries d SET parked_at = now()
-            FROM due WHERE d.id = due.id AND due.blocked
-        ), chosen AS (
-            SELECT id FROM (SELECT id, attempts, due_at, room,
-                                   row_number() OVER (PARTITION BY subscription_id ORDER BY attempts > 0, due_at) AS rank
-                            FROM due WHERE NOT blocked) ranked
-            WHERE rank <= room
-            ORDER BY attempts > 0, due_at LIMIT \(limit)
-        )
-        UPDATE deliveries AS d
-        SET lease_owner = \(owner),
-            lease_expires_at = now() + make_interval(secs => \(lease.seconds)),
-            due_at = now() + make_interval(secs => \(lease.seconds)),
-            attempts = d.attempts + 1
-        FROM chosen, events AS e, subscriptions AS s
-        WHERE d.id = chosen.id AND e.id = d.event_id AND s.id = d.subscription_id
-        RETURNING \(unescaped: Self.taskColumns)
-        """
-    }
-
     public func leasedDeliveries(ids: [Int64], owner: String) async throws -> [DeliveryTask] {
         guard !ids.isEmpty else { return [] }
         do {
-            let rows = try await client.query("""
-                SELECT \(unescaped: Self.taskColumns)
-                FROM deliveries d JOIN events e ON e.id = d.event_id JOIN subscriptions s ON s.id = d.subscription_id
-                WHERE d.id = ANY (\(ids)) AND d.lease_owner = \(owner) AND d.status = 'pending'
-                ORDER BY d.id
-                """, logger: logger)
-            return try await tasks(from: rows)
+            return try await tasks(from: client.execute(LeasedDeliveriesStatement(ids: ids, owner: owner), logger: logger))
         } catch {
             throw StoreError.wrap(error)
         }
     }
 
-    /// What a delivery task is made of, from a delivery `d`, its event `e` and its subscription `s`.
-    private static let taskColumns = """
-        d.id, d.event_id, d.subscription_id, d.webhook_id, d.attempts, s.url, s.secret,
-        CASE WHEN s.previous_secret_expires_at > now() THEN s.previous_secret END,
-        e.type, e.user_id, e.sequence, e.occurred_at, coalesce(e.verified_at, e.decided_at, now()),
-        e.provider_phone_number,
-        (SELECT p.provider_phone_number FROM events p
-         WHERE p.user_id = e.user_id AND p.sequence < e.sequence AND p.status = 'verified'
-         ORDER BY p.sequence DESC LIMIT 1),
-        d.replay_id, (SELECT r.created_at FROM replays r WHERE r.id = d.replay_id)
-        """
-
-    private func tasks(from rows: PostgresRowSequence) async throws -> [DeliveryTask] {
+    private func tasks<Rows: AsyncSequence>(from rows: Rows) async throws -> [DeliveryTask]
+    where Rows.Element == DeliveryTaskRow.Values {
         var tasks: [DeliveryTask] = []
-        for try await row in rows.decode(
-            (Int64, String, String, String, Int, String, String, String?, String, String, Int64, Date, Date, String?, String?,
-             String?, Date?).self
-        ) {
+        for try await row in rows {
             guard let type = EventType(rawValue: row.8) else { throw StoreError.unexpected("event \(row.1) has an unknown type") }
             tasks.append(DeliveryTask(
                 deliveryID: row.0, eventID: row.1, subscriptionID: row.2, webhookID: row.3, url: row.5,

@@ -8,9 +8,9 @@ extension PostgresEventStore: ReplayStore {
         try await transaction { connection in
             // Lock the event so its status cannot change under the replay.
             var found: (String, String)?
-            for try await row in try await (try await connection.query(
+            for try await row in try await connection.query(
                 "SELECT status, type FROM events WHERE id = \(id) FOR SHARE", logger: logger
-            )).decode((String, String).self) { found = row }
+            ).decode((String, String).self) { found = row }
             guard let (status, type) = found else { throw ReplayError.eventNotFound }
             guard status == EventStatus.verified.rawValue else {
                 throw ReplayError.notVerified(EventStatus(rawValue: status) ?? .pending)
@@ -19,13 +19,13 @@ extension PostgresEventStore: ReplayStore {
             // Named subscriptions are taken even when disabled (their deliveries wait until
             // enabled); without names, every enabled one that wants this type.
             var targets: [String] = []
-            for try await subscriptionID in try await (try await connection.query("""
+            for try await subscriptionID in try await connection.query("""
                 SELECT id FROM subscriptions
                 WHERE deleted_at IS NULL AND \(type) = ANY (event_types)
                   AND (\(subscriptionIDs)::text[] IS NULL OR id = ANY (\(subscriptionIDs)::text[]))
                   AND (\(subscriptionIDs)::text[] IS NOT NULL OR enabled)
                 ORDER BY seq
-                """, logger: logger)).decode(String.self) { targets.append(subscriptionID) }
+                """, logger: logger).decode(String.self) { targets.append(subscriptionID) }
             if let named = subscriptionIDs {
                 let missing = named.filter { !targets.contains($0) }
                 guard missing.isEmpty else { throw ReplayError.unknownSubscriptions(missing) }

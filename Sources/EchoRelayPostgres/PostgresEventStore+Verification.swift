@@ -6,29 +6,10 @@ import PostgresNIO
 extension PostgresEventStore {
     public func claimVerifications(owner: String, limit: Int, lease: Duration) async throws -> [VerificationTask] {
         do {
-            // One statement: pick due items (skipping those another worker is locking),
-            // lease them by moving their due time to the lease's end, and read their events.
-            let rows = try await client.query("""
-                WITH claimed AS (
-                    SELECT id FROM work_items
-                    WHERE kind = 'verify' AND due_at <= now()
-                    ORDER BY due_at
-                    LIMIT \(limit)
-                    FOR UPDATE SKIP LOCKED
-                )
-                UPDATE work_items AS w
-                SET lease_owner = \(owner),
-                    lease_expires_at = now() + make_interval(secs => \(lease.seconds)),
-                    due_at = now() + make_interval(secs => \(lease.seconds)),
-                    attempts = w.attempts + 1
-                FROM claimed, events AS e
-                WHERE w.id = claimed.id AND e.id = w.event_id
-                RETURNING w.id, w.attempts, e.id, e.type, e.user_id, e.sequence, e.occurred_at,
-                          e.pushed_phone_number, e.echo_service_provider, e.echo_authorization
-                """, logger: logger)
+            let rows = try await client.execute(ClaimVerificationsStatement(owner: owner, limit: limit, lease: lease), logger: logger)
             var tasks: [VerificationTask] = []
             for try await (itemID, attempts, eventID, type, userID, sequence, occurredAt, phone, provider, authorization)
-                in rows.decode((Int64, Int, String, String, String, Int64, Date, String?, String?, String?).self) {
+                in rows {
                 guard let type = EventType(rawValue: type) else { throw StoreError.unexpected("event \(eventID) has an unknown type") }
                 let echo = provider.flatMap { provider in
                     authorization.map { EchoCredentials(serviceProvider: provider, authorization: Secret($0)) }

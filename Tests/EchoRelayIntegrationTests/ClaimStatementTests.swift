@@ -23,9 +23,8 @@ import Testing
             rest = rest[match.range.upperBound...]
         }
         numbered += rest
-        let query = PostgresEventStore.claimQuery(owner: "o", limit: 64, lease: .seconds(60), perSubscriptionCap: 8)
-        #expect(Self.words(numbered) == Self.words(query.sql))
-        #expect(parameter == query.binds.count)
+        #expect(Self.words(numbered) == Self.words(ClaimDeliveriesStatement.sql))
+        #expect(parameter == ClaimDeliveriesStatement.bindingDataTypes.count)
     }
 
     /// The text with every run of white space as one space: the file indents differently.
