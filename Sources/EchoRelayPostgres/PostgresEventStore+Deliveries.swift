@@ -48,12 +48,18 @@ extension PostgresEventStore: DeliveryStore {
         return tasks
     }
 
-    public func recordDeliveryAttempt(
-        _ task: DeliveryTask, owner: String, attempt: DeliveryAttempt, next: DeliveryNext, disableAfter: Duration,
-        handOff: HandOff?
-    ) async throws -> FinishedWork {
-        try await attempts.submit(RecordedAttempt(task: task, owner: owner, attempt: attempt, next: next, disableAfter: disableAfter,
-                                                  handOff: handOff))
+    public func recordDeliveryAttempts(
+        _ records: [AttemptRecord], owner: String, disableAfter: Duration, handOff: HandOff?
+    ) async -> [Result<FinishedWork, any Error>] {
+        guard !records.isEmpty else { return [] }
+        let group = records.map {
+            RecordedAttempt(task: $0.task, owner: owner, attempt: $0.attempt, next: $0.next, disableAfter: disableAfter, handOff: handOff)
+        }
+        do {
+            return try await attempts.submit(group)
+        } catch {
+            return records.map { _ in .failure(error) }
+        }
     }
 
     /// Records a batch of attempts in one statement (group commit: see `PostgresEventStore.attempts`).

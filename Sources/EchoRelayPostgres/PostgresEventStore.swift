@@ -16,7 +16,9 @@ public struct PostgresEventStore: EventStore {
     /// Verification outcomes finished at about the same time share one statement: see `finishBatch`.
     let finishes: GroupCommit<VerificationFinish, FinishedWork>
     /// Delivery attempts recorded at about the same time share one statement: see `recordBatch`.
-    let attempts: GroupCommit<RecordedAttempt, FinishedWork>
+    /// Each caller brings a group of attempts (those of one event's deliveries that went out
+    /// together), which is never split between commits.
+    let attempts: GroupCommit<[RecordedAttempt], [Result<FinishedWork, any Error>]>
 
     /// - ingestWait: how long an ingest waits for its commit before `TimeoutError` (a 503:
     ///   nothing stored, the provider retries): a database that does not answer is an outage,
@@ -41,8 +43,14 @@ public struct PostgresEventStore: EventStore {
         finishes = Self.groupCommit(client: client, flushed: { metrics.batchCommitted(.verification, size: $0) }) {
             await Self.finishBatch($0, on: $1, wakes: wakeOnOutcomes, logger: logger)
         }
-        attempts = Self.groupCommit(client: client, flushed: { metrics.batchCommitted(.attempt, size: $0) }) {
-            await Self.recordBatch($0, on: $1, logger: logger)
+        attempts = Self.groupCommit(client: client, flushed: { _ in }) { groups, connection in
+            let flat = groups.flatMap { $0 }
+            metrics.batchCommitted(.attempt, size: flat.count)
+            var results = await Self.recordBatch(flat, on: connection, logger: logger)[...]
+            return groups.map { group in
+                defer { results = results.dropFirst(group.count) }
+                return .success(Array(results.prefix(group.count)))
+            }
         }
     }
 

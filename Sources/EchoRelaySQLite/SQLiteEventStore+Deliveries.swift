@@ -129,12 +129,30 @@ extension SQLiteEventStore {
         }
     }
 
-    /// The embedded store hands nothing off (see `finishVerification`).
-    public func recordDeliveryAttempt(
-        _ task: DeliveryTask, owner: String, attempt: DeliveryAttempt, next: DeliveryNext, disableAfter: Duration,
-        handOff: HandOff?
-    ) async throws -> FinishedWork {
-        FinishedWork(kept: try await record(task, owner: owner, attempt: attempt, next: next, disableAfter: disableAfter))
+    /// The embedded store hands nothing off (see `finishVerification`). The records share one
+    /// transaction; if it fails, each is written in one of its own.
+    public func recordDeliveryAttempts(
+        _ records: [AttemptRecord], owner: String, disableAfter: Duration, handOff: HandOff?
+    ) async -> [Result<FinishedWork, any Error>] {
+        func write(_ records: [AttemptRecord]) async throws -> [Result<FinishedWork, any Error>] {
+            try await session.write { db in
+                var results: [Result<FinishedWork, any Error>] = []
+                for record in records {
+                    results.append(.success(FinishedWork(kept: try await Self.record(record, owner: owner, disableAfter: disableAfter, db: db))))
+                }
+                return results
+            }
+        }
+        do {
+            return try await write(records)
+        } catch {
+            guard records.count > 1 else { return [.failure(error)] }
+            var results: [Result<FinishedWork, any Error>] = []
+            for record in records {
+                results.append(await Result { try await write([record])[0].get() })
+            }
+            return results
+        }
     }
 
     /// Nothing is handed off in the embedded store, so nothing is leased this way.
@@ -142,58 +160,56 @@ extension SQLiteEventStore {
         []
     }
 
-    private func record(
-        _ task: DeliveryTask, owner: String, attempt: DeliveryAttempt, next: DeliveryNext, disableAfter: Duration
-    ) async throws -> Bool {
+    /// Records one attempt in the transaction of `db`: false if the lease was lost.
+    private static func record(_ record: AttemptRecord, owner: String, disableAfter: Duration, db: SQLiteDB) async throws -> Bool {
+        let task = record.task, attempt = record.attempt, next = record.next
         let status = next.status.rawValue, delay = next.retryDelay
-        return try await session.write { db in
-            let updated = try await db.rows("""
-                UPDATE deliveries
-                SET status = ?1, due_at = ?2, lease_owner = NULL, lease_expires_at = NULL,
-                    finished_at = CASE WHEN ?1 = 'pending' THEN NULL ELSE ?3 END
-                WHERE id = ?4 AND lease_owner = ?5 AND status = 'pending'
-                RETURNING id
-                """, [status, db.now + delay.microseconds, db.now, task.deliveryID, owner]).count
-            guard updated == 1 else { return false }
-            if next.status != .pending {
-                // Final now: the next delivery of its queue may go, if it was parked behind it.
-                try await Self.unparkHeads(userID: task.userID, subscriptionID: task.subscriptionID, db: db)
-            }
-
-            let milliseconds = Int(Double(attempt.duration.microseconds) / 1000)
-            try await db.run("""
-                INSERT INTO delivery_attempts (delivery_id, started_at, duration_ms, status_code, error_kind, error, response_head)
-                VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
-                """, [task.deliveryID, attempt.startedAt, milliseconds, attempt.statusCode, attempt.errorKind?.rawValue,
-                      attempt.error, attempt.responseHead])
-
-            switch next {
-            case .delivered:
-                try await db.run(
-                    "UPDATE subscriptions SET last_success_at = ?1, failing_since = NULL WHERE id = ?2",
-                    [db.now, task.subscriptionID]
-                )
-            case .dead(let disable?):
-                try await db.run(
-                    "UPDATE subscriptions SET enabled = 0, disabled_reason = ?1, updated_at = ?2 WHERE id = ?3",
-                    [disable, db.now, task.subscriptionID]
-                )
-            case .retry, .dead(nil):
-                // A subscription whose deliveries have all failed for `disableAfter` is disabled.
-                // (SET reads the old failing_since, as in PostgreSQL.)
-                try await db.run("""
-                    UPDATE subscriptions
-                    SET failing_since = coalesce(failing_since, ?1),
-                        enabled = CASE WHEN failing_since < ?1 - ?2 THEN 0 ELSE enabled END,
-                        disabled_reason = CASE WHEN failing_since < ?1 - ?2
-                                               THEN 'every delivery has failed since '
-                                                    || strftime('%Y-%m-%dT%H:%M:%SZ', failing_since / 1000000, 'unixepoch')
-                                               ELSE disabled_reason END
-                    WHERE id = ?3
-                    """, [db.now, disableAfter.microseconds, task.subscriptionID])
-            }
-            return true
+        let updated = try await db.rows("""
+            UPDATE deliveries
+            SET status = ?1, due_at = ?2, lease_owner = NULL, lease_expires_at = NULL,
+                finished_at = CASE WHEN ?1 = 'pending' THEN NULL ELSE ?3 END
+            WHERE id = ?4 AND lease_owner = ?5 AND status = 'pending'
+            RETURNING id
+            """, [status, db.now + delay.microseconds, db.now, task.deliveryID, owner]).count
+        guard updated == 1 else { return false }
+        if next.status != .pending {
+            // Final now: the next delivery of its queue may go, if it was parked behind it.
+            try await Self.unparkHeads(userID: task.userID, subscriptionID: task.subscriptionID, db: db)
         }
+
+        let milliseconds = Int(Double(attempt.duration.microseconds) / 1000)
+        try await db.run("""
+            INSERT INTO delivery_attempts (delivery_id, started_at, duration_ms, status_code, error_kind, error, response_head)
+            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+            """, [task.deliveryID, attempt.startedAt, milliseconds, attempt.statusCode, attempt.errorKind?.rawValue,
+                  attempt.error, attempt.responseHead])
+
+        switch next {
+        case .delivered:
+            try await db.run(
+                "UPDATE subscriptions SET last_success_at = ?1, failing_since = NULL WHERE id = ?2",
+                [db.now, task.subscriptionID]
+            )
+        case .dead(let disable?):
+            try await db.run(
+                "UPDATE subscriptions SET enabled = 0, disabled_reason = ?1, updated_at = ?2 WHERE id = ?3",
+                [disable, db.now, task.subscriptionID]
+            )
+        case .retry, .dead(nil):
+            // A subscription whose deliveries have all failed for `disableAfter` is disabled.
+            // (SET reads the old failing_since, as in PostgreSQL.)
+            try await db.run("""
+                UPDATE subscriptions
+                SET failing_since = coalesce(failing_since, ?1),
+                    enabled = CASE WHEN failing_since < ?1 - ?2 THEN 0 ELSE enabled END,
+                    disabled_reason = CASE WHEN failing_since < ?1 - ?2
+                                           THEN 'every delivery has failed since '
+                                                || strftime('%Y-%m-%dT%H:%M:%SZ', failing_since / 1000000, 'unixepoch')
+                                           ELSE disabled_reason END
+                WHERE id = ?3
+                """, [db.now, disableAfter.microseconds, task.subscriptionID])
+        }
+        return true
     }
 
     public func releaseDelivery(_ task: DeliveryTask, owner: String) async throws {

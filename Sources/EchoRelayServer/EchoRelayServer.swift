@@ -126,6 +126,7 @@ public enum EchoRelayServer {
         deliveryConfiguration.concurrency = configuration.delivery.concurrency
         deliveryConfiguration.perSubscriptionConcurrency = configuration.delivery.perSubscriptionConcurrency
         deliveryConfiguration.allowPrivateSubscribers = configuration.delivery.allowPrivateSubscribers
+        deliveryConfiguration.siblingLinger = configuration.delivery.siblingLinger
         // Both workers run in the same processes: what this process verifies, it delivers.
         let handOffs = DeliveryWorker.inbox(owner: processID, configuration: deliveryConfiguration)
         let verifyWorker = VerifyWorker(

@@ -167,13 +167,17 @@ public struct DeliveryConfiguration: Sendable {
     public var perSubscriptionConcurrency: Int
     /// Replayed deliveries a bulk replay creates per second (`ECHORELAY_REPLAY_RATE`).
     public var replayRate: Int
+    /// How long an attempt waits for its event's other deliveries to be written with them
+    /// (`DeliveryWorkerConfiguration.siblingLinger`); not a setting, tests lengthen it.
+    public var siblingLinger: Duration
 
     public init(
         timeout: Duration = .seconds(15), retrySchedule: [Duration] = DeliveryRetryPolicy.defaultSchedule,
         disableAfter: Duration = .seconds(5 * 86_400), allowPrivateSubscribers: Bool = false, concurrency: Int = 64,
-        perSubscriptionConcurrency: Int = 8, replayRate: Int = 50
+        perSubscriptionConcurrency: Int = 8, replayRate: Int = 50, siblingLinger: Duration = .milliseconds(20)
     ) {
         self.replayRate = replayRate
+        self.siblingLinger = siblingLinger
         self.timeout = timeout
         self.retrySchedule = retrySchedule
         self.disableAfter = disableAfter

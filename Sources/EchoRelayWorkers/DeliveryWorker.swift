@@ -20,6 +20,9 @@ public struct DeliveryWorkerConfiguration: Sendable {
     public var perSubscriptionConcurrency = 8
     /// Allows private and loopback subscriber addresses, and plain http.
     public var allowPrivateSubscribers = false
+    /// How long a finished delivery's attempt waits for those of its event's other deliveries
+    /// that went out with it, to be written in the same commit (`SiblingAttempts`).
+    public var siblingLinger: Duration = .milliseconds(20)
 
     public init() {}
 }
@@ -73,8 +76,8 @@ public struct DeliveryWorker: Service, CustomStringConvertible {
                 group.addTask { await sweepParked(until: { stopping.isSet }) }
                 await loop.run(until: { stopping.isSet }) { free in
                     try await nextDeliveries(upTo: free)
-                } process: { task in
-                    await deliver(task, client: client)
+                } process: { outgoing in
+                    await deliver(outgoing, client: client)
                 }
             }
         } onGracefulShutdown: {
@@ -94,16 +97,25 @@ public struct DeliveryWorker: Service, CustomStringConvertible {
     /// subscription at its cap wait in the inbox for one of its deliveries to end — then a
     /// claim for the rest of the free slots, when nothing was handed off (a wake from
     /// elsewhere, the poll), or the last claim came back full, or a poll interval has passed.
-    func nextDeliveries(upTo free: Int) async throws -> [DeliveryTask] {
+    /// Deliveries of one event go out as a group whose attempts are written together.
+    func nextDeliveries(upTo free: Int) async throws -> [Outgoing] {
         let loaded = try await store.leasedDeliveries(ids: handOffs.take(upTo: free), owner: owner)
         let (handed, waiting) = inFlight.admit(loaded, cap: configuration.perSubscriptionConcurrency)
         handOffs.putBack(waiting.map(\.deliveryID))
-        return try await claims.after(handed, free: free, every: configuration.pollInterval) { room in
+        let tasks = try await claims.after(handed, free: free, every: configuration.pollInterval) { room in
             let claimed = try await store.claimDeliveries(owner: owner, limit: room, lease: configuration.lease,
                                                           perSubscriptionCap: configuration.perSubscriptionConcurrency)
             inFlight.started(claimed)
             return claimed
         }
+        return Outgoing.grouped(tasks, linger: configuration.siblingLinger) { records in await writeAttempts(records) }
+    }
+
+    /// Writes attempts in one transaction, leasing each queue's next delivery to this
+    /// process if its inbox has room for them.
+    func writeAttempts(_ records: [AttemptRecord]) async -> [Result<FinishedWork, any Error>] {
+        await store.recordDeliveryAttempts(records, owner: owner, disableAfter: configuration.disableAfter,
+                                           handOff: handOffs.request(count: records.count))
     }
 
     /// The safety net of parking (`DeliveryStore.unparkStrandedDeliveries`): every poll
@@ -136,9 +148,10 @@ public struct DeliveryWorker: Service, CustomStringConvertible {
     /// How far back the frequent sweep looks: longer than any statement that parks a delivery takes.
     static let parkRaceWindow: TimeInterval = 30
 
-    /// Sends one delivery and records the attempt. True when the delivery became final, so the
-    /// next one of its queue, parked behind it, may be due now.
-    func deliver(_ task: DeliveryTask, client: WebhookClient) async -> Bool {
+    /// Sends one delivery and records the attempt (with its siblings'). True when the delivery
+    /// became final, so the next one of its queue, parked behind it, may be due now.
+    func deliver(_ outgoing: Outgoing, client: WebhookClient) async -> Bool {
+        let task = outgoing.task
         var logger = self.logger
         logger[metadataKey: "event.id"] = "\(task.eventID)"
         logger[metadataKey: "user.id"] = "\(task.userID)"
@@ -158,6 +171,7 @@ public struct DeliveryWorker: Service, CustomStringConvertible {
         }
         inFlight.finished(task.subscriptionID)
         if Task.isCancelled {
+            outgoing.siblings?.abandon()
             await Task { try? await store.releaseDelivery(task, owner: owner) }.value
             return false
         }
@@ -176,9 +190,10 @@ public struct DeliveryWorker: Service, CustomStringConvertible {
             startedAt: startedAt, duration: clock.now - start, statusCode: answer.statusCode, errorKind: answer.errorKind,
             error: answer.error, responseHead: answer.responseHead
         )
+        let record = AttemptRecord(task: task, attempt: attempt, next: next)
+        let recorded = if let siblings = outgoing.siblings { await siblings.record(record) } else { await writeAttempts([record])[0] }
         do {
-            let written = try await store.recordDeliveryAttempt(task, owner: owner, attempt: attempt, next: next,
-                                                                disableAfter: configuration.disableAfter, handOff: handOffs.request())
+            let written = try recorded.get()
             guard written.kept else {
                 logger.warning("lease lost before the attempt was recorded; another worker has the delivery")
                 return false

@@ -2,6 +2,7 @@ import EchoRelayCore
 import EchoRelayServer
 import Foundation
 import NIOHTTP1
+import PostgresNIO
 import Testing
 import TestSupport
 
@@ -67,6 +68,31 @@ import TestSupport
                 #expect(one.body == other.body)
                 #expect(one.webhookID != other.webhookID)
                 #expect(one.signedBy == [first] && other.signedBy == [second])
+            }
+        }
+    }
+
+    /// A lone event to two subscribers: both attempts share one commit (every row carries the
+    /// id of the transaction that wrote it), so the event costs the ingest, the outcome and
+    /// one write for its deliveries.
+    @Test func theAttemptsOfAnEventsDeliveriesThatWentOutTogetherAreWrittenInOneTransaction() async throws {
+        // A linger no loaded test machine outlasts (the default, 20 ms, is for production).
+        let delivery = DeliveryConfiguration(timeout: .seconds(5), allowPrivateSubscribers: true, siblingLinger: .seconds(10))
+        try await EchoFixture.run(delivery: delivery) { f in
+            try await StandInSubscriber().run { subscriber in
+                _ = try await f.subscribe(url: subscriber.url("/first"))
+                _ = try await f.subscribe(url: subscriber.url("/second"))
+                let event = try await f.pushVerified("token.rotated", userID: "160", session: try f.session("160"))
+                let id = try #require(event["id"] as? String)
+                let deliveries = try await f.finalDeliveries(of: id, count: 2)
+                #expect(deliveries.allSatisfy { $0["status"] as? String == "delivered" })
+                let writers = try await f.server.database.withClient { client in
+                    try await client.query("""
+                        SELECT DISTINCT a.xmin::text FROM delivery_attempts a JOIN deliveries d ON d.id = a.delivery_id
+                        WHERE d.event_id = \(id)
+                        """).collect().count
+                }
+                #expect(writers == 1, "both attempts in one transaction")
             }
         }
     }

@@ -157,7 +157,30 @@ public struct FinishedWork: Sendable, Equatable {
     }
 }
 
+/// One attempt to record: the delivery it was for, what happened, and what follows.
+public struct AttemptRecord: Sendable {
+    public var task: DeliveryTask
+    public var attempt: DeliveryAttempt
+    public var next: DeliveryNext
+
+    public init(task: DeliveryTask, attempt: DeliveryAttempt, next: DeliveryNext) {
+        self.task = task
+        self.attempt = attempt
+        self.next = next
+    }
+}
+
 extension DeliveryStore {
+    /// Records one attempt and what follows (see `recordDeliveryAttempts`).
+    public func recordDeliveryAttempt(_ task: DeliveryTask, owner: String, attempt: DeliveryAttempt, next: DeliveryNext,
+                                      disableAfter: Duration, handOff: HandOff?) async throws -> FinishedWork {
+        let records = [AttemptRecord(task: task, attempt: attempt, next: next)]
+        guard let result = await recordDeliveryAttempts(records, owner: owner, disableAfter: disableAfter, handOff: handOff).first else {
+            throw GroupCommitError.missingResult
+        }
+        return try result.get()
+    }
+
     /// Records an attempt without a hand-off: true if the lease was still ours.
     public func recordDeliveryAttempt(_ task: DeliveryTask, owner: String, attempt: DeliveryAttempt, next: DeliveryNext,
                                       disableAfter: Duration) async throws -> Bool {
@@ -171,12 +194,13 @@ public protocol DeliveryStore: Sendable {
     /// within its concurrency cap, and — for an ordered subscription — with every earlier
     /// event of the user final for it (DESIGN.md, Order).
     func claimDeliveries(owner: String, limit: Int, lease: Duration, perSubscriptionCap: Int) async throws -> [DeliveryTask]
-    /// Records one attempt and what follows, in one transaction. `kept` is false if the lease
-    /// was lost. A failure older than `disableAfter` since the last success disables the
-    /// subscription. A delivery final now lets the next one of its queue go; with a
-    /// `handOff`, that one is leased to its owner at once and listed.
-    func recordDeliveryAttempt(_ task: DeliveryTask, owner: String, attempt: DeliveryAttempt, next: DeliveryNext,
-                               disableAfter: Duration, handOff: HandOff?) async throws -> FinishedWork
+    /// Records attempts and what follows each, in one transaction when it can (else each
+    /// in its own, so that one bad record cannot fail the others): one result per record, in
+    /// order. `kept` is false if the lease was lost. A failure older than `disableAfter` since
+    /// the last success disables the subscription. A delivery final now lets the next one of
+    /// its queue go; with a `handOff`, that one is leased to its owner at once and listed.
+    func recordDeliveryAttempts(_ records: [AttemptRecord], owner: String, disableAfter: Duration,
+                                handOff: HandOff?) async -> [Result<FinishedWork, any Error>]
     /// The deliveries leased to `owner` by a hand-off, to send: those of `ids` it still holds.
     func leasedDeliveries(ids: [Int64], owner: String) async throws -> [DeliveryTask]
     /// The safety net of parking (only a queue's head is due): unparks the parked deliveries

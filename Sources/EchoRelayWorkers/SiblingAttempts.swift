@@ -1,0 +1,103 @@
+import EchoRelayCore
+import Synchronization
+
+/// A delivery to send, with the group of its event's deliveries that went out with it.
+struct Outgoing: Sendable {
+    let task: DeliveryTask
+    /// Nil when it went out alone.
+    let siblings: SiblingAttempts?
+
+    /// The tasks as they go out: deliveries of one event (each to another subscription) form
+    /// a group whose attempts are written together.
+    static func grouped(_ tasks: [DeliveryTask], linger: Duration, write: @escaping SiblingAttempts.Write) -> [Outgoing] {
+        let counts = Dictionary(tasks.map { ($0.eventID, 1) }, uniquingKeysWith: +)
+        var groups: [String: SiblingAttempts] = [:]
+        return tasks.map { task in
+            let count = counts[task.eventID, default: 1]
+            guard count > 1 else { return Outgoing(task: task, siblings: nil) }
+            let group = groups[task.eventID] ?? SiblingAttempts(count: count, linger: linger, write: write)
+            groups[task.eventID] = group
+            return Outgoing(task: task, siblings: group)
+        }
+    }
+}
+
+/// The attempts of one event's deliveries that went out together, written together, so that
+/// an event's subscribers cost one commit rather than one each (issue 23: a lone event to two
+/// subscribers in three write transactions). The first to finish waits for the others still
+/// in flight, but at most `linger`, so a slow subscriber does not hold a fast one's record
+/// (and the next delivery of its queue) longer than that. Whoever finishes the group last, or
+/// the linger's end, writes what has finished; each waiter gets its own result.
+final class SiblingAttempts: Sendable {
+    typealias Write = @Sendable ([AttemptRecord]) async -> [Result<FinishedWork, any Error>]
+    private typealias Waiter = CheckedContinuation<Result<FinishedWork, any Error>, Never>
+
+    private struct State {
+        var inFlight: Int
+        var finished: [(record: AttemptRecord, waiter: Waiter)] = []
+        var timer: Task<Void, Never>?
+
+        /// Takes what has finished, and stops the linger's timer.
+        mutating func take() -> [(record: AttemptRecord, waiter: Waiter)] {
+            defer { finished = [] }
+            timer?.cancel()
+            timer = nil
+            return finished
+        }
+    }
+
+    private let state: Mutex<State>
+    private let linger: Duration
+    private let write: Write
+
+    init(count: Int, linger: Duration, write: @escaping Write) {
+        state = Mutex(State(inFlight: count))
+        self.linger = linger
+        self.write = write
+    }
+
+    /// Records `record` with its siblings: returns once the write that holds it has.
+    func record(_ record: AttemptRecord) async -> Result<FinishedWork, any Error> {
+        await withCheckedContinuation { (waiter: Waiter) in
+            let (ready, startsTimer) = state.withLock { state in
+                state.inFlight -= 1
+                state.finished.append((record, waiter))
+                if state.inFlight == 0 { return (state.take(), false) }
+                return ([], state.finished.count == 1)
+            }
+            if !ready.isEmpty { Task { await flush(ready) } }
+            if startsTimer {
+                let timer = Task { [linger] in
+                    guard (try? await Task.sleep(for: linger)) != nil else { return }
+                    // Not cancelled by its own take: the write would see the cancellation.
+                    await flush(state.withLock { state in
+                        state.timer = nil
+                        return state.take()
+                    })
+                }
+                state.withLock { state in
+                    // The group may have finished (and taken its timer) in the meantime.
+                    if state.finished.isEmpty { timer.cancel() } else { state.timer = timer }
+                }
+            }
+        }
+    }
+
+    /// One of the group ended with nothing to record (cancelled at shutdown): the others stop
+    /// waiting for it.
+    func abandon() {
+        let ready = state.withLock { state in
+            state.inFlight -= 1
+            return state.inFlight == 0 ? state.take() : []
+        }
+        if !ready.isEmpty { Task { await flush(ready) } }
+    }
+
+    private func flush(_ entries: [(record: AttemptRecord, waiter: Waiter)]) async {
+        guard !entries.isEmpty else { return }
+        let results = await write(entries.map(\.record))
+        for (index, entry) in entries.enumerated() {
+            entry.waiter.resume(returning: index < results.count ? results[index] : .failure(GroupCommitError.missingResult))
+        }
+    }
+}
