@@ -20,6 +20,10 @@
 #              most E2E_MAX_STEPS (10)
 #   overload   twice the highest sustained rate for E2E_OVERLOAD_SECONDS (30): per 5 s,
 #              acknowledged and completed events and the backlog; 503s, losses, drain time
+# Profiling (not part of the figures): E2E_RATES="900 1200" runs exactly those steps (no
+# search, no overload unless E2E_OVERLOAD_RATE is set); E2E_SKIP="lone latency ceiling" leaves
+# those out; E2E_PERF=1 records serve with `perf record -g` during every step (e2e/perf-<code>.data,
+# read with `perf report -i`).
 # Every step starts vacuumed, analysed and checkpointed (prepare_point), lasts E2E_SECONDS
 # (default: the bench's SECONDS, at least 10) and drains (up to E2E_DRAIN_LIMIT s, 600) before
 # the next. serve's peak RSS (VmHWM) is read after each.
@@ -31,6 +35,10 @@ E2E_START_RATE="${E2E_START_RATE:-100}"
 E2E_MAX_STEPS="${E2E_MAX_STEPS:-10}"
 E2E_OVERLOAD_SECONDS="${E2E_OVERLOAD_SECONDS:-30}"
 E2E_DRAIN_LIMIT="${E2E_DRAIN_LIMIT:-600}"
+E2E_RATES="${E2E_RATES:-}"
+E2E_SKIP="${E2E_SKIP:-}"
+E2E_PERF="${E2E_PERF:-0}"
+e2e_skips() { [[ " $E2E_SKIP " == *" $1 "* ]]; }
 
 free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 
@@ -131,9 +139,14 @@ e2e_step() {  # KIND RATE SECONDS CODE CONNECTIONS: an open-loop step, drained; 
     prepare_point "$E2E_DB"   # as every ingest point: vacuumed, analysed, checkpointed
     e2e_counters_before
     sql "$E2E_DB" -c "SELECT pg_stat_statements_reset()" >/dev/null
-    local pace_line wait_line
+    local pace_line wait_line perf_pid=""
+    if [[ "$E2E_PERF" == 1 ]]; then
+        perf record -g -F 499 -o "$OUT/e2e/perf-$code.data" -p "${SERVE_PID[e2e]}" >/dev/null 2>&1 &
+        perf_pid=$!
+    fi
     pace_line="$(taskset -c "$CLIENT_CPU" python3 Benchmarks/e2e/pace.py "http://127.0.0.1:${SERVE_PORT[e2e]}" "$file" "$pace" \
         --rate "$rate" --seconds "$seconds" --connections "$connections" | tail -1)"
+    if [[ -n "$perf_pid" ]]; then kill -INT "$perf_pid"; wait "$perf_pid" || true; fi
     wait_line="$(taskset -c "$CLIENT_CPU" python3 Benchmarks/e2e/analyse.py wait "$pace" $(e2e_logs) --timeout "$E2E_DRAIN_LIMIT")"
     local counters analysis
     counters="$(e2e_counters_after)"
@@ -148,6 +161,21 @@ e2e_step() {  # KIND RATE SECONDS CODE CONNECTIONS: an open-loop step, drained; 
     E2E_LAST="$(tail -1 "$OUT/e2e/figures.txt")"
 }
 e2e_field() { grep -o "\b$1=[^ ]*" <<<"$E2E_LAST" | head -1 | cut -d= -f2; }  # NAME: from the last step
+
+e2e_fixed_steps() {  # E2E_RATES, then the overload at E2E_OVERLOAD_RATE if set; no report
+    local rate n=0
+    for rate in $E2E_RATES; do
+        n=$(( n + 1 ))
+        e2e_step step "$rate" "$E2E_SECONDS" "f$n" 64
+        progress "e2e fixed step $n: $rate events/s offered, $(e2e_field completed_rate) completed/s, serve CPU $(e2e_field serve_cpu_s) s, PostgreSQL CPU $(e2e_field pg_cpu_s) s, sustained $(e2e_field sustained)"
+    done
+    if [[ -n "${E2E_OVERLOAD_RATE:-}" ]]; then
+        e2e_step overload "$E2E_OVERLOAD_RATE" "$E2E_OVERLOAD_SECONDS" ov 128
+        progress "e2e overload at $E2E_OVERLOAD_RATE events/s: $(e2e_field acknowledged_rate) acknowledged/s, $(e2e_field completed_rate) completed/s, backlog max $(e2e_field backlog_max)"
+    fi
+    stop_serve e2e
+    stop_nginx "$OUT/e2e"
+}
 
 e2e_part() {
     mkdir -p "$OUT/e2e"
@@ -164,13 +192,17 @@ e2e_part() {
     SERVE_EXTRA_ENV=()
     e2e_record "world subscription_a=$(subscribe a) subscription_b=$(subscribe b) provider_port=$PROVIDER_PORT subscriber_port=$SUBSCRIBER_PORT"
 
-    e2e_ceiling before
-    e2e_lone
+    e2e_skips ceiling || e2e_ceiling before
+    e2e_skips lone || e2e_lone
     # A warm-up at the latency step's rate, as each ingest point has: the first paced load after
     # the lone events meets tables PostgreSQL has not analysed since they held a few rows.
     e2e_step warmup "$E2E_LATENCY_RATE" "$(( WARMUP > 3 ? WARMUP : 3 ))" warm 64
-    e2e_step latency "$E2E_LATENCY_RATE" "$E2E_SECONDS" lat 64
-    progress "e2e latency at $E2E_LATENCY_RATE events/s: p50 $(e2e_field p50_ms) ms, p99 $(e2e_field p99_ms) ms (pacer late p99 $(e2e_field pacer_late_p99_ms) ms)"
+    e2e_skips latency || { e2e_step latency "$E2E_LATENCY_RATE" "$E2E_SECONDS" lat 64
+    progress "e2e latency at $E2E_LATENCY_RATE events/s: p50 $(e2e_field p50_ms) ms, p99 $(e2e_field p99_ms) ms (pacer late p99 $(e2e_field pacer_late_p99_ms) ms)"; }
+    if [[ -n "$E2E_RATES" ]]; then
+        e2e_fixed_steps
+        return
+    fi
 
     local rate="$E2E_START_RATE" best=0 failed=0 n=0
     while (( n < E2E_MAX_STEPS )); do

@@ -48,7 +48,8 @@ import Glibc
             try await FaultLab.run(database: postgres.database) { lab in
                 let port = try freeLoopbackPort()
                 let http = HTTPTestClient(port: port)
-                let serve = try await lab.serve(port: port)
+                // At info, so that a failure shows what serve went through (below).
+                let serve = try await lab.serve(port: port, settings: ["ECHORELAY_LOG_LEVEL": "info"])
                 try await lab.subscribe(through: port)
                 let load = Task {
                     try await pushLoad(ports: [port], provider: lab.provider, perUser: 8 * Self.scale, pause: .milliseconds(250),
@@ -72,7 +73,12 @@ import Glibc
                     try await Task.sleep(for: .milliseconds(200))
                 }
                 #expect(try await http.get("/readyz").status == 200, "ready again without a restart")
-                try await lab.waitUntilDelivered(report.acknowledged, within: .seconds(60))
+                do {
+                    try await lab.waitUntilDelivered(report.acknowledged, within: .seconds(60))
+                } catch {
+                    print("FAULT postgres-restart: serve's log after the failure below:\n\(serve.standardOutput.suffix(20_000))\n\(serve.standardError.suffix(5_000))")
+                    throw error
+                }
                 serve.signal(SIGTERM)
                 #expect(try await serve.wait() == 0)
                 #expect(try await lab.storedStatuses()["evt_during_outage"] == nil, "refused with 503, so not stored")
