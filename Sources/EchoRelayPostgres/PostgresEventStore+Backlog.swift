@@ -29,4 +29,15 @@ extension PostgresEventStore: BacklogStore {
             throw StoreError.wrap(error)
         }
     }
+
+    /// The tables the queue's statements plan on. `events` is left to autovacuum: its
+    /// statements find rows by key or by user, whatever its statistics say, and it is the
+    /// largest table to sample.
+    public func refreshQueueStatistics() async throws {
+        do {
+            try await client.query("ANALYZE work_items, deliveries", logger: logger)
+        } catch {
+            throw StoreError.wrap(error)
+        }
+    }
 }

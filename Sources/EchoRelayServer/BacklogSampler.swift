@@ -4,7 +4,8 @@ import ServiceLifecycle
 import Synchronization
 
 /// Reads the backlog from the database every `interval` and hands each reading to the
-/// ingest gate (`BacklogLimit`) and to `/metrics`. One per process that takes ingest: the
+/// ingest gate (`BacklogLimit`) and to `/metrics`; refreshes the queue's statistics when the
+/// backlog has outgrown them (`QueueStatistics`). One per process that takes ingest: the
 /// database is shared, so the reading counts what every process received, and an ingest-only
 /// process sees the drain done by worker processes elsewhere.
 struct BacklogSampler: Service, CustomStringConvertible {
@@ -24,18 +25,32 @@ struct BacklogSampler: Service, CustomStringConvertible {
         await withGracefulShutdownHandler {
             await ready.wait()
             var failing = false
+            var statistics = QueueStatistics()
+            var refreshFailed = false
             while !Task.isCancelled, !stopping.withLock({ $0 }) {
                 let started = ContinuousClock.now
+                var readingTook = Duration.zero
                 do {
                     let admittedBefore = limit.readingStarts()
                     // A reading waiting for a database that is away must not hold a stop.
                     let sample = try await cancelWhenGracefulShutdown { [store, limit] in
                         try await store.sampleBacklog(countingUpTo: limit.countCap)
                     }
+                    readingTook = ContinuousClock.now - started
                     if failing { logger.notice("the backlog is read again", metadata: ["backlog.events": "\(sample.count)"]) }
                     failing = false
                     metrics.backlogSampled(sample.count)
                     report(limit.record(sample, admittedBefore: admittedBefore))
+                    if statistics.shouldRefresh(backlog: sample.count) {
+                        do {
+                            try await store.refreshQueueStatistics()
+                            logger.info("queue statistics refreshed for the backlog", metadata: ["backlog.events": "\(sample.count)"])
+                        } catch {
+                            // Without them the queue runs, only dearer: said once.
+                            if !refreshFailed { logger.warning("the queue's statistics could not be refreshed", metadata: ["error": "\(error)"]) }
+                            refreshFailed = true
+                        }
+                    }
                 } catch where stopping.withLock({ $0 }) {
                     break
                 } catch {
@@ -45,7 +60,7 @@ struct BacklogSampler: Service, CustomStringConvertible {
                 }
                 // A reading costs time in proportion to the backlog (up to the cap): a large
                 // one is read less often, so reading never takes more than a tenth of the time.
-                await wake.wait(upTo: max(interval, (ContinuousClock.now - started) * 10))
+                await wake.wait(upTo: max(interval, readingTook * 10))
             }
         } onGracefulShutdown: {
             stopping.withLock { $0 = true }

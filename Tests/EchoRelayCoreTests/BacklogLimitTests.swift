@@ -86,3 +86,13 @@ import Testing
         #expect(try #require(rate.perSecond) < 1)
     }
 }
+
+/// When the backlog reading refreshes the queue's statistics.
+@Suite struct QueueStatisticsTests {
+    @Test func aBurstIsRefreshedPastTheFloorThenAtEachGrowthAndADrainedQueueStartsOver() {
+        var statistics = QueueStatistics(floor: 1_000, growth: 4)
+        let refreshed = [0, 500, 999, 1_000, 1_500, 3_999, 4_000, 9_000, 16_000, 20_000, 3_000, 100, 900, 1_200, 2_000]
+            .filter { statistics.shouldRefresh(backlog: $0) }
+        #expect(refreshed == [1_000, 4_000, 16_000, 1_200])
+    }
+}

@@ -33,4 +33,59 @@ import Testing
             }
         }
     }
+
+    /// Statistics taken while the queue was empty (as autovacuum or a quiet hour leaves them)
+    /// made the attempt statement's cached plan scan every pending delivery, through a queue
+    /// index it believed empty, to find a few by id. Once the backlog has outgrown them, the
+    /// backlog reading refreshes them (`QueueStatistics`), and the plan no longer does.
+    @Test func aRefreshOfTheQueuesStatisticsStopsTheAttemptStatementReadingTheWholeQueue() async throws {
+        try await TestDatabase.withFresh { database in
+            try await database.withClient { client in
+                _ = try await Migrator(client: client, logger: TestLogger.quiet).migrate()
+                let store = PostgresEventStore(client: client, logger: TestLogger.quiet)
+                func fill(_ status: String, from first: Int) async throws {
+                    _ = try await client.query("""
+                        INSERT INTO events (id, user_id, sequence, type, occurred_at, fingerprint, status)
+                        SELECT 'e' || n, 'u' || n, 1, 'token.rotated', now(), '\\x00', 'verified'
+                        FROM generate_series(\(first), \(first + 2_999)) n;
+                        """, logger: TestLogger.quiet)
+                    _ = try await client.query("""
+                        INSERT INTO deliveries (event_id, subscription_id, user_id, sequence, webhook_id, status)
+                        SELECT 'e' || n, 's', 'u' || n, 1, 'msg_' || n, \(status)
+                        FROM generate_series(\(first), \(first + 2_999)) n;
+                        """, logger: TestLogger.quiet)
+                }
+                _ = try await client.query("""
+                    INSERT INTO subscriptions (id, url, event_types, ordered, secret)
+                    VALUES ('s', 'http://127.0.0.1:9/', '{token.rotated}', true, 'whsec_MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3')
+                    """, logger: TestLogger.quiet)
+                try await fill("delivered", from: 1)
+                _ = try await client.query("ANALYZE work_items, deliveries", logger: TestLogger.quiet)
+                try await fill("pending", from: 10_001)
+
+                func attemptLookup() async throws -> String {
+                    try await client.withConnection { connection in
+                        _ = try await connection.query("SET plan_cache_mode = force_generic_plan", logger: TestLogger.quiet)
+                        _ = try await connection.query("PREPARE record_attempts(text) AS \(unescaped: RecordAttemptsStatement.sql)",
+                                                       logger: TestLogger.quiet)
+                        let plan = try await connection.query("EXPLAIN (COSTS OFF) EXECUTE record_attempts('[]')", logger: TestLogger.quiet)
+                            .collect().map { try $0.decode(String.self) }
+                        _ = try await connection.query("DEALLOCATE record_attempts", logger: TestLogger.quiet)
+                        // The first scan of `deliveries d`, the one that finds the attempts' deliveries
+                        // (with the line after it, where a bitmap scan names its index).
+                        let scan = try #require(plan.firstIndex { $0.contains("Scan") && $0.hasSuffix(" on deliveries d") },
+                                                "\(plan.joined(separator: "\n"))")
+                        return plan[scan...].prefix(2).joined(separator: "\n")
+                    }
+                }
+                let stale = try await attemptLookup()
+                #expect(stale.contains("deliveries_order"), "the statistics of an empty queue mislead the plan: \(stale)")
+                try await store.refreshQueueStatistics()
+                // By key, or among the deliveries in flight (the leased ones, which the
+                // attempts' deliveries are): never through every pending one.
+                let refreshed = try await attemptLookup()
+                #expect(refreshed.contains("deliveries_pkey") || refreshed.contains("deliveries_leased"), "once refreshed: \(refreshed)")
+            }
+        }
+    }
 }
