@@ -137,6 +137,20 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // The end-to-end benchmark's HTTP floor (scripts/bench-e2e.bash): an event's HTTP
+        // exchanges on serve's HTTP libraries, and nothing else.
+        .executableTarget(
+            name: "echorelay-http-floor",
+            dependencies: [
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ],
+            path: "Benchmarks/http-floor",
+            swiftSettings: swiftSettings
+        ),
         .target(
             name: "TestSupport",
             dependencies: [

@@ -13,6 +13,10 @@
 #   lone       E2E_LONE events (50) one at a time, each after both subscribers have the
 #              previous: transaction ids and commits per event, and its latency
 #   ceiling    pgbench Benchmarks/pgbench/ingest.sql at 32 clients, before and after the steps
+#   floor      the same world's HTTP alone: echorelay-http-floor (Benchmarks/http-floor) in
+#              serve's place does an event's exchanges (one POST in; one echo GET and two
+#              deliveries out) and nothing else, under wrk at 64 connections: no EchoRelay on
+#              serve's HTTP libraries can pass its rate here (ECHORELAY_FLOOR_BIN, else built)
 #   latency    E2E_LATENCY_RATE events/s (200) open loop: p50/p99 intended send → subscriber,
 #              after a warm-up at that rate (ECHORELAY_BENCH_WARMUP s, at least 3)
 #   steps      the offered rate from E2E_START_RATE (100) up by half each step until a step is
@@ -131,6 +135,45 @@ e2e_ceiling() {  # WHEN: the light ingest ceiling on a database of its own
     progress "e2e light ingest ceiling ($1): $(awk '/^tps/ {printf "%.0f", $3}' "$OUT/e2e/$tag.txt") tx/s"
 }
 
+e2e_floor() {
+    local port file="$WORK/floor.req" pid before after nginx_before nginx_after line
+    port="$(free_port)"
+    "$ECHORELAY_FLOOR_BIN" "$port" "http://127.0.0.1:$PROVIDER_PORT/1.1/account/verify_credentials.json" \
+        "http://127.0.0.1:$SUBSCRIBER_PORT" >"$OUT/e2e/floor.log" 2>&1 &
+    pid=$!
+    until curl -s -o /dev/null --max-time 1 "http://127.0.0.1:$port/"; do
+        kill -0 "$pid" 2>/dev/null || { echo "bench: echorelay-http-floor did not start:" >&2; cat "$OUT/e2e/floor.log" >&2; exit 1; }
+        sleep 0.1
+    done
+    # More requests than the floor can take in the window (it stores nothing, so the warm-up
+    # may send the same ones).
+    make_e2e_events $(( 12000 * SECONDS_EACH )) "$file" floor
+    taskset -c "$CLIENT_CPU" wrk -t1 -c64 -d"${WARMUP}s" -s Benchmarks/wrk/replay.lua "http://127.0.0.1:$port" -- "$file" >/dev/null 2>&1
+    before="$(ticks "$pid")" nginx_before="$(ticks "$NGINX_PID")"
+    taskset -c "$CLIENT_CPU" wrk -t1 -c64 -d"${SECONDS_EACH}s" -s Benchmarks/wrk/replay.lua "http://127.0.0.1:$port" -- "$file" \
+        >"$OUT/e2e/floor-wrk.txt" 2>&1
+    after="$(ticks "$pid")" nginx_after="$(ticks "$NGINX_PID")"
+    kill "$pid"; wait "$pid" 2>/dev/null || true
+    rm -f "$file"
+    # The subscribers logged the floor's deliveries too: the steps read these logs afresh
+    # (nginx appends, so truncating them is safe).
+    : >"$E2E_NGINX/subscriber-a.log"
+    : >"$E2E_NGINX/subscriber-b.log"
+    line="$(grep '^replay ' "$OUT/e2e/floor-wrk.txt")"
+    python3 - "$line" "$before" "$after" "$nginx_before" "$nginx_after" "$TICK" >>"$OUT/e2e/figures.txt" <<'PY'
+import sys
+line, before, after, nginx_before, nginx_after, tick = sys.argv[1:]
+f = dict(p.split("=", 1) for p in line.split()[1:])
+requests, seconds = int(f["requests"]), int(f["duration_us"]) / 1e6
+ms = lambda a, b: (int(b) - int(a)) / int(tick) * 1000 / max(requests, 1)
+print(f"floor rate={requests / seconds:.0f} non2xx={f['non2xx']} socket_errors={f['socket_errors']} "
+      f"floor_cpu_ms={ms(before, after):.3f} nginx_cpu_ms={ms(nginx_before, nginx_after):.3f} "
+      f"client_cpu_ms={float(f['client_cpu_s']) * 1000 / max(requests, 1):.3f}")
+PY
+    E2E_LAST="$(tail -1 "$OUT/e2e/figures.txt")"
+    progress "e2e HTTP floor: $(e2e_field rate) events/s, $(e2e_field floor_cpu_ms) ms of its CPU and $(e2e_field nginx_cpu_ms) ms of nginx's an event"
+}
+
 e2e_step() {  # KIND RATE SECONDS CODE CONNECTIONS: an open-loop step, drained; prints analyse.py's line
     local kind="$1" rate="$2" seconds="$3" code="$4" connections="$5"
     local file="$WORK/$code.req" pace="$OUT/e2e/$code-pace.tsv" count
@@ -193,6 +236,7 @@ e2e_part() {
     e2e_record "world subscription_a=$(subscribe a) subscription_b=$(subscribe b) provider_port=$PROVIDER_PORT subscriber_port=$SUBSCRIBER_PORT"
 
     e2e_skips ceiling || e2e_ceiling before
+    e2e_skips floor || e2e_floor
     e2e_skips lone || e2e_lone
     # A warm-up at the latency step's rate, as each ingest point has: the first paced load after
     # the lone events meets tables PostgreSQL has not analysed since they held a few rows.

@@ -71,6 +71,13 @@ if latency:
                  f"{latency.get('both_p99_ms')} ms)", "p99 ≤ 30 ms"))
 rows.append(("light ingest ceiling, pgbench 32 clients (before / after the steps)",
              " / ".join(fmt(c) for c in ceilings) + " tx/s", "—"))
+floor = first("floor")
+if floor:
+    rate = num(floor, "rate")
+    rows.append(("HTTP floor: an event's HTTP exchanges alone on serve's libraries, wrk 64 connections (÷ ceiling); "
+                 "its CPU and nginx's per event",
+                 f"{fmt(rate)} events/s ({rate / ceiling:.2f}×); {floor.get('floor_cpu_ms')} ms, {floor.get('nginx_cpu_ms')} ms"
+                 if ceiling and rate else "–", "bounds the next row"))
 rows.append(("highest sustained rate (÷ ceiling)",
              f"**{fmt(sustained)} events/s** ({sustained / ceiling:.2f}×)" if ceiling else fmt(sustained),
              "≥ 0.3× (aim 0.5×)"))

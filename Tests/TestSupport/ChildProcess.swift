@@ -29,6 +29,12 @@ public final class ChildProcess: Sendable {
 
     public var isRunning: Bool { child.isRunning }
 
+    /// A child the test never waited for (it failed before) is killed, not left running: a
+    /// `serve` left over from a failed test kept running for the rest of the suite.
+    deinit {
+        if child.isRunning { child.signal(SIGKILL) }
+    }
+
     /// Waits for the process to exit, killing it after `timeout`.
     @discardableResult
     public func wait(timeout: Duration = .seconds(30)) async throws -> Int32 {
