@@ -24,6 +24,9 @@
 #              most E2E_MAX_STEPS (10)
 #   overload   twice the highest sustained rate for E2E_OVERLOAD_SECONDS (30): per 5 s,
 #              acknowledged and completed events and the backlog; 503s, losses, drain time
+# The embedded store: E2E_STORE=embedded runs the same steps on `serve` with the SQLite store
+# (a file beside the results, on disk: WAL, synchronous=FULL), without the PostgreSQL parts
+# (ceiling, floor, transaction counts, statements); give it its own ECHORELAY_BENCH_OUT.
 # Profiling (not part of the figures): E2E_RATES="900 1200" runs exactly those steps (no
 # search, no overload unless E2E_OVERLOAD_RATE is set); E2E_SKIP="lone latency ceiling" leaves
 # those out; E2E_PERF=1 records serve with `perf record -g` during every step (e2e/perf-<code>.data,
@@ -42,6 +45,8 @@ E2E_DRAIN_LIMIT="${E2E_DRAIN_LIMIT:-600}"
 E2E_RATES="${E2E_RATES:-}"
 E2E_SKIP="${E2E_SKIP:-}"
 E2E_PERF="${E2E_PERF:-0}"
+E2E_STORE="${E2E_STORE:-postgres}"
+embedded() { [[ "$E2E_STORE" == embedded ]]; }
 e2e_skips() { [[ " $E2E_SKIP " == *" $1 "* ]]; }
 
 free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
@@ -91,18 +96,24 @@ e2e_logs() { echo "$E2E_NGINX/subscriber-a.log" "$E2E_NGINX/subscriber-b.log"; }
 # Counters around a measurement: transaction ids, commits (after STATS_WAIT_IDLE, see
 # scripts/bench), CPU of serve and PostgreSQL.
 E2E_BEFORE=()
+# On the embedded store: no database counters, only serve's CPU (the same field positions).
+store_counters() { if embedded; then echo "0 0 0 0 0 0 0"; else pg_counters "$E2E_DB"; fi; }
 e2e_counters_before() {
     sleep "$STATS_WAIT_IDLE"
-    read -r -a E2E_BEFORE <<<"$(pg_counters "$E2E_DB") $(ticks "${SERVE_PID[e2e]}") $(pg_ticks)"
+    read -r -a E2E_BEFORE <<<"$(store_counters) $(ticks "${SERVE_PID[e2e]}") $(pg_ticks)"
     E2E_BEFORE_AT=$EPOCHREALTIME
 }
 e2e_counters_after() {  # prints key=value for what changed since e2e_counters_before
     sleep "$STATS_WAIT_IDLE"
     local -a a
-    read -r -a a <<<"$(pg_counters "$E2E_DB") $(ticks "${SERVE_PID[e2e]}") $(pg_ticks)"
+    read -r -a a <<<"$(store_counters) $(ticks "${SERVE_PID[e2e]}") $(pg_ticks)"
     local elapsed
     elapsed="$(python3 -c "print(round($EPOCHREALTIME - $E2E_BEFORE_AT, 2))")"
     local -a b=("${E2E_BEFORE[@]}")
+    if embedded; then
+        echo "serve_cpu_s=$(seconds_of "${b[7]}" "${a[7]}") counted_s=$elapsed"
+        return
+    fi
     echo "xids=$(( a[1] - b[1] )) commits=$(( a[2] - b[2] )) wal_bytes=$(( a[3] - b[3] ))" \
         "serve_cpu_s=$(seconds_of "${b[7]}" "${a[7]}") pg_cpu_s=$(seconds_of "${b[8]:-}" "${a[8]:-}")" \
         "counted_s=$elapsed"
@@ -179,9 +190,9 @@ e2e_step() {  # KIND RATE SECONDS CODE CONNECTIONS: an open-loop step, drained; 
     local file="$WORK/$code.req" pace="$OUT/e2e/$code-pace.tsv" count
     count="$(python3 -c "print(int($rate * $seconds))")"
     make_e2e_events "$count" "$file" "$code"
-    prepare_point "$E2E_DB"   # as every ingest point: vacuumed, analysed, checkpointed
+    if embedded; then prepare_point; else prepare_point "$E2E_DB"; fi  # as every ingest point: vacuumed, analysed, checkpointed
     e2e_counters_before
-    sql "$E2E_DB" -c "SELECT pg_stat_statements_reset()" >/dev/null
+    embedded || sql "$E2E_DB" -c "SELECT pg_stat_statements_reset()" >/dev/null
     local pace_line wait_line perf_pid=""
     if [[ "$E2E_PERF" == 1 ]]; then
         perf record -g -F 499 -o "$OUT/e2e/perf-$code.data" -p "${SERVE_PID[e2e]}" >/dev/null 2>&1 &
@@ -193,7 +204,7 @@ e2e_step() {  # KIND RATE SECONDS CODE CONNECTIONS: an open-loop step, drained; 
     wait_line="$(taskset -c "$CLIENT_CPU" python3 Benchmarks/e2e/analyse.py wait "$pace" $(e2e_logs) --timeout "$E2E_DRAIN_LIMIT")"
     local counters analysis
     counters="$(e2e_counters_after)"
-    save_statements "$E2E_DB" "$OUT/e2e/statements-$code.tsv"
+    embedded || save_statements "$E2E_DB" "$OUT/e2e/statements-$code.tsv"
     if [[ "$kind" == overload ]]; then
         analysis="$(python3 Benchmarks/e2e/analyse.py overload "$pace" $(e2e_logs) --rate "$rate" --seconds "$seconds" --windows "$OUT/e2e/overload-windows.tsv")"
     else
@@ -224,16 +235,21 @@ e2e_part() {
     mkdir -p "$OUT/e2e"
     : >"$OUT/e2e/figures.txt"
     command -v nginx >/dev/null || { echo "bench: nginx is missing (apt-get install nginx-light)" >&2; exit 1; }
-    E2E_DB="$(database_url echorelay_e2e)" E2E_CEILING_DB="$(database_url echorelay_e2e_ceiling)"
-    create_database echorelay_e2e "$ECHORELAY_BIN"
-    create_database echorelay_e2e_ceiling "$ECHORELAY_BIN"
-    DB="$E2E_DB" find_postmaster
+    if embedded; then
+        E2E_DB="sqlite:$(realpath "$OUT")/e2e/serve.sqlite" PGPID=""
+        E2E_SKIP="$E2E_SKIP ceiling floor"
+    else
+        E2E_DB="$(database_url echorelay_e2e)" E2E_CEILING_DB="$(database_url echorelay_e2e_ceiling)"
+        create_database echorelay_e2e "$ECHORELAY_BIN"
+        create_database echorelay_e2e_ceiling "$ECHORELAY_BIN"
+        DB="$E2E_DB" find_postmaster
+    fi
     start_nginx
     ALLOWED_HOSTS="127.0.0.1:$PROVIDER_PORT"
     SERVE_EXTRA_ENV=(ECHORELAY_ECHO_ALLOW_HTTP=1 ECHORELAY_ALLOW_PRIVATE_SUBSCRIBERS=1)
     start_serve e2e "$ECHORELAY_BIN" "$E2E_DB" all
     SERVE_EXTRA_ENV=()
-    e2e_record "world subscription_a=$(subscribe a) subscription_b=$(subscribe b) provider_port=$PROVIDER_PORT subscriber_port=$SUBSCRIBER_PORT"
+    e2e_record "world store=$E2E_STORE subscription_a=$(subscribe a) subscription_b=$(subscribe b) provider_port=$PROVIDER_PORT subscriber_port=$SUBSCRIBER_PORT"
 
     e2e_skips ceiling || e2e_ceiling before
     e2e_skips floor || e2e_floor
@@ -266,7 +282,7 @@ e2e_part() {
     else
         progress "e2e: no step was sustained, so no overload step"
     fi
-    e2e_ceiling after
+    e2e_skips ceiling || e2e_ceiling after
     stop_serve e2e
     stop_nginx "$OUT/e2e"
     python3 Benchmarks/e2e/report.py "$OUT" | tee "$OUT/e2e.md"

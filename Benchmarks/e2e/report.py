@@ -42,8 +42,11 @@ def per(f, key, count_key, digits=2):
     return fmt(a / b, digits) if a is not None and b else "–"
 
 
+store = (first("world") or {}).get("store", "postgres")
+where = ("the embedded store (SQLite, WAL, synchronous=FULL, on disk)" if store == "embedded"
+         else f"PostgreSQL {meta.get('postgres', '?')} (durable)")
 out = [f"Date {meta.get('date', '?')}, commit {meta.get('commit', '?')}, {meta.get('machine', '?')}; "
-       f"PostgreSQL {meta.get('postgres', '?')} (durable). serve `--role all`, two ordered subscriptions "
+       f"{where}. serve `--role all`, two ordered subscriptions "
        f"(token.rotated, phone.changed); nginx as provider and subscribers and the pacer pinned to core "
        f"{meta.get('client_cpu', '?')}.", ""]
 
@@ -69,8 +72,9 @@ if latency:
                  f"(to the second subscriber)",
                  f"{latency.get('p50_ms')} / **{latency.get('p99_ms')} ms** ({latency.get('both_p50_ms')} / "
                  f"{latency.get('both_p99_ms')} ms)", "p99 ≤ 30 ms"))
-rows.append(("light ingest ceiling, pgbench 32 clients (before / after the steps)",
-             " / ".join(fmt(c) for c in ceilings) + " tx/s", "—"))
+if ceilings:
+    rows.append(("light ingest ceiling, pgbench 32 clients (before / after the steps)",
+                 " / ".join(fmt(c) for c in ceilings) + " tx/s", "—"))
 floor = first("floor")
 if floor:
     rate = num(floor, "rate")
