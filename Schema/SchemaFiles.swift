@@ -17,6 +17,7 @@ public enum SchemaFiles {
         File(version: 5, name: "005_console_sessions.sql", sql: text(PackageResources._05_console_sessions_sql)),
         File(version: 6, name: "006_delivery_heads.sql", sql: text(PackageResources._06_delivery_heads_sql)),
         File(version: 7, name: "007_backlog.sql", sql: text(PackageResources._07_backlog_sql)),
+        File(version: 8, name: "008_no_jit.sql", sql: text(PackageResources._08_no_jit_sql)),
     ]
 
     /// SQLite migrations for the embedded store, in the order they apply. Their names carry

@@ -3,7 +3,7 @@
 #
 # For each size in CLAIM_BACKLOGS (1000 100000), a fresh database gets that many blocked
 # deliveries (Benchmarks/pgbench/claim-backlog.sql: due, but behind a queue head waiting for
-# its retry) and CLAIM_READY users (20000) with one claimable delivery per subscription; then
+# its retry) and CLAIM_READY users (80000) with one claimable delivery per subscription; then
 # pgbench runs the worker's claim and a finish (Benchmarks/pgbench/claim-deliveries.sql,
 # `-M prepared`, one client pinned to the client core) for the bench's SECONDS. Per size:
 # the claim's mean execution and planning time and rows per call (pg_stat_statements), and the
@@ -17,7 +17,7 @@
 
 CLAIM_BACKLOGS="${CLAIM_BACKLOGS:-1000 100000}"
 CLAIM_PER_USER=10   # blocked deliveries per user and subscription
-CLAIM_READY="${CLAIM_READY:-20000}"
+CLAIM_READY="${CLAIM_READY:-80000}"  # enough that pgbench does not run dry in 8 s (20,000 did)
 CLAIM_SQL=Benchmarks/pgbench/claim-deliveries.sql
 # The worker's defaults: ECHORELAY_LEASE, ECHORELAY_SUBSCRIPTION_CONCURRENCY, ECHORELAY_DELIVERY_CONCURRENCY.
 CLAIM_DEFINES=(-D lease_seconds=60 -D cap=8 -D limit=64)

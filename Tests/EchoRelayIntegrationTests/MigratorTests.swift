@@ -26,6 +26,20 @@ import TestSupport
         }
     }
 
+    /// JIT compilation took ~30 ms of a sub-millisecond claim once many deliveries were due
+    /// (008_no_jit.sql): a migrated database's new sessions run without it.
+    @Test func aMigratedDatabasesSessionsRunWithoutJITCompilation() async throws {
+        try await TestDatabase.withFresh { database in
+            try await database.withClient { client async throws in
+                #expect(try await client.query("SHOW jit").collect().first?.decode(String.self) == "on", "the server's default")
+                _ = try await Migrator(client: client, logger: TestLogger.quiet).migrate()
+            }
+            try await database.withClient { fresh async throws in
+                #expect(try await fresh.query("SHOW jit").collect().first?.decode(String.self) == "off")
+            }
+        }
+    }
+
     @Test func refusesADatabaseWhereAnAppliedMigrationWasEdited() async throws {
         try await TestDatabase.withFresh { database in
             try await database.withClient { client async throws in
