@@ -23,12 +23,13 @@ COPY Package.* ./
 RUN swift package resolve
 
 # Sources/ and Schema/ are what the binary is built from (Schema/'s SQL migrations are
-# embedded in it). Tests/ is copied too although it is not built: the manifest declares its
-# targets (TestSupport with a custom path), and SwiftPM refuses to load a package whose
-# target folders are missing.
+# embedded in it). Tests/ and the benchmark's HTTP floor are copied too although they are
+# not built: the manifest declares their targets (with custom paths), and SwiftPM refuses to
+# load a package whose target folders are missing.
 COPY Sources ./Sources
 COPY Schema ./Schema
 COPY Tests ./Tests
+COPY Benchmarks/http-floor ./Benchmarks/http-floor
 
 # --static-swift-stdlib links the Swift runtime and Foundation into the binary, so the
 # run stage needs only libc, libstdc++ and libgcc_s.
