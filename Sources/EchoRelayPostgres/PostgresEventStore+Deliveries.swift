@@ -62,10 +62,24 @@ extension PostgresEventStore: DeliveryStore {
         }
     }
 
+    /// Records the groups of a group commit's batch as one batch of attempts, and answers
+    /// each group with its own attempts' results.
+    static func recordGroups(
+        _ groups: [[RecordedAttempt]], on connection: PostgresConnection, metrics: RelayMetrics, logger: Logger
+    ) async -> [Result<[Result<FinishedWork, any Error>], any Error>] {
+        let attempts = groups.flatMap { $0 }
+        metrics.batchCommitted(.attempt, size: attempts.count)
+        var results = await recordBatch(attempts, on: connection, logger: logger)[...]
+        return groups.map { group in
+            defer { results = results.dropFirst(group.count) }
+            return .success(Array(results.prefix(group.count)))
+        }
+    }
+
     /// Records a batch of attempts in one statement (group commit: see `PostgresEventStore.attempts`).
     /// A statement that fails as a whole is retried one attempt at a time, so each caller
     /// gets its own answer.
-    static func recordBatch(_ attempts: [RecordedAttempt], on connection: PostgresConnection, logger: Logger) async -> [Result<FinishedWork, any Error>] {
+    private static func recordBatch(_ attempts: [RecordedAttempt], on connection: PostgresConnection, logger: Logger) async -> [Result<FinishedWork, any Error>] {
         await writeLeased(attempts, "delivery attempts", logger: logger) { try await recordStatement($0, on: connection, logger: logger) }
     }
 

@@ -43,14 +43,9 @@ public struct PostgresEventStore: EventStore {
         finishes = Self.groupCommit(client: client, flushed: { metrics.batchCommitted(.verification, size: $0) }) {
             await Self.finishBatch($0, on: $1, wakes: wakeOnOutcomes, logger: logger)
         }
-        attempts = Self.groupCommit(client: client, flushed: { _ in }) { groups, connection in
-            let flat = groups.flatMap { $0 }
-            metrics.batchCommitted(.attempt, size: flat.count)
-            var results = await Self.recordBatch(flat, on: connection, logger: logger)[...]
-            return groups.map { group in
-                defer { results = results.dropFirst(group.count) }
-                return .success(Array(results.prefix(group.count)))
-            }
+        // Counted by attempt, not by group, in recordGroups.
+        attempts = Self.groupCommit(client: client, flushed: { _ in }) {
+            await Self.recordGroups($0, on: $1, metrics: metrics, logger: logger)
         }
     }
 
