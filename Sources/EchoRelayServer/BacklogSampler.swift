@@ -18,6 +18,8 @@ struct BacklogSampler: Service, CustomStringConvertible {
     let ready: Gate
     let metrics: RelayMetrics
     let logger: Logger
+    /// The longest pause between readings, however long the last one took.
+    static let longestPause = Duration.seconds(2)
 
     func run() async throws {
         let stopping = Mutex(false)
@@ -59,8 +61,10 @@ struct BacklogSampler: Service, CustomStringConvertible {
                     failing = true
                 }
                 // A reading costs time in proportion to the backlog (up to the cap): a large
-                // one is read less often, so reading never takes more than a tenth of the time.
-                await wake.wait(upTo: max(interval, readingTook * 10))
+                // one is read less often, so reading takes about a tenth of the time. The pause
+                // stays short, though: a read slowed by a busy database or machine must not
+                // leave the gate on a stale reading for long.
+                await wake.wait(upTo: max(interval, min(readingTook * 10, Self.longestPause)))
             }
         } onGracefulShutdown: {
             stopping.withLock { $0 = true }
