@@ -4,8 +4,8 @@
 --
 -- The first statement is ClaimDeliveriesStatement (Sources/EchoRelayPostgres/
 -- ClaimStatements.swift), prepared as the worker prepares it, with its parameters as pgbench
--- variables, in order: :cap (twice), :limit, :owner, :lease_seconds (twice); ClaimStatementTests keeps the two
--- equal, so the claim part measures the statement the worker runs. scripts/bench passes the
+-- variables (:cap, :limit, :owner, :lease_seconds for $1 to $4); ClaimStatementTests keeps
+-- the two equal, so the claim part measures the statement the worker runs. scripts/bench passes the
 -- values with -D as a worker binds them by default (a lease of 60 s, 8 webhooks per
 -- subscription, 64 per process); :owner is each client's own (pgbench's client_id).
 \set owner :client_id

@@ -8,9 +8,8 @@ import PostgresNIO
 // values bound; CachedPlanTests checks that their cached plans scan no queue table.
 
 /// The delivery claim (see `PostgresEventStore.claimDeliveries`). Benchmarks/pgbench/
-/// claim-deliveries.sql runs the same text with its parameters as pgbench variables, in
-/// order: :cap (twice), :limit, :owner, :lease_seconds (twice); ClaimStatementTests keeps the
-/// two equal.
+/// claim-deliveries.sql runs the same text with its parameters as pgbench variables: $1 :cap,
+/// $2 :limit, $3 :owner, $4 :lease_seconds; ClaimStatementTests keeps the two equal.
 struct ClaimDeliveriesStatement: PostgresPreparedStatement {
     static let sql = """
         WITH busy AS (
@@ -20,7 +19,7 @@ struct ClaimDeliveriesStatement: PostgresPreparedStatement {
         ), open AS (
             SELECT s.id, s.ordered, s.event_types, $1 - coalesce(b.n, 0) AS room
             FROM subscriptions s LEFT JOIN busy b ON b.subscription_id = s.id
-            WHERE s.enabled AND s.deleted_at IS NULL AND coalesce(b.n, 0) < $2
+            WHERE s.enabled AND s.deleted_at IS NULL AND coalesce(b.n, 0) < $1
         ), due AS (
             SELECT d.*, o.room, o.ordered AND (
                        EXISTS (SELECT 1 FROM deliveries p
@@ -44,19 +43,19 @@ struct ClaimDeliveriesStatement: PostgresPreparedStatement {
                                    row_number() OVER (PARTITION BY subscription_id ORDER BY attempts > 0, due_at) AS rank
                             FROM due WHERE NOT blocked) ranked
             WHERE rank <= room
-            ORDER BY attempts > 0, due_at LIMIT $3
+            ORDER BY attempts > 0, due_at LIMIT $2
         )
         UPDATE deliveries AS d
-        SET lease_owner = $4,
-            lease_expires_at = now() + make_interval(secs => $5),
-            due_at = now() + make_interval(secs => $6),
+        SET lease_owner = $3,
+            lease_expires_at = now() + make_interval(secs => $4),
+            due_at = now() + make_interval(secs => $4),
             attempts = d.attempts + 1
         FROM chosen, events AS e, subscriptions AS s
         WHERE d.id = chosen.id AND e.id = d.event_id AND s.id = d.subscription_id
         RETURNING \(DeliveryTaskRow.columns)
         """
 
-    static let bindingDataTypes: [PostgresDataType] = [.int8, .int8, .int8, .text, .float8, .float8]
+    static let bindingDataTypes: [PostgresDataType] = [.int8, .int8, .text, .float8]
 
     typealias Row = DeliveryTaskRow.Values
 
@@ -66,12 +65,10 @@ struct ClaimDeliveriesStatement: PostgresPreparedStatement {
     var perSubscriptionCap: Int
 
     func makeBindings() -> PostgresBindings {
-        var bindings = PostgresBindings(capacity: 6)
-        bindings.append(perSubscriptionCap)
+        var bindings = PostgresBindings(capacity: 4)
         bindings.append(perSubscriptionCap)
         bindings.append(limit)
         bindings.append(owner)
-        bindings.append(lease.seconds)
         bindings.append(lease.seconds)
         return bindings
     }
@@ -141,7 +138,7 @@ struct ClaimVerificationsStatement: PostgresPreparedStatement {
         UPDATE work_items AS w
         SET lease_owner = $2,
             lease_expires_at = now() + make_interval(secs => $3),
-            due_at = now() + make_interval(secs => $4),
+            due_at = now() + make_interval(secs => $3),
             attempts = w.attempts + 1
         FROM claimed, events AS e
         WHERE w.id = claimed.id AND e.id = w.event_id
@@ -149,7 +146,7 @@ struct ClaimVerificationsStatement: PostgresPreparedStatement {
                   e.pushed_phone_number, e.echo_service_provider, e.echo_authorization
         """
 
-    static let bindingDataTypes: [PostgresDataType] = [.int8, .text, .float8, .float8]
+    static let bindingDataTypes: [PostgresDataType] = [.int8, .text, .float8]
 
     typealias Row = (Int64, Int, String, String, String, Int64, Date, String?, String?, String?)
 
@@ -158,10 +155,9 @@ struct ClaimVerificationsStatement: PostgresPreparedStatement {
     var lease: Duration
 
     func makeBindings() -> PostgresBindings {
-        var bindings = PostgresBindings(capacity: 4)
+        var bindings = PostgresBindings(capacity: 3)
         bindings.append(limit)
         bindings.append(owner)
-        bindings.append(lease.seconds)
         bindings.append(lease.seconds)
         return bindings
     }

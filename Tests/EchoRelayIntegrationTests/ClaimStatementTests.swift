@@ -12,19 +12,20 @@ import Testing
         let script = file.split(separator: "\n", omittingEmptySubsequences: false)
             .drop { $0.hasPrefix("--") || $0.hasPrefix("\\set") }.joined(separator: "\n")
         let statement = try #require(script.components(separatedBy: ";\n").first)
-        // Each pgbench variable in turn stands for the next bound parameter.
+        // Each pgbench variable stands for one bound parameter, numbered by first appearance.
         var numbered = ""
-        var parameter = 0
+        var parameters: [Substring: Int] = [:]
         var rest = Substring(statement)
         while let match = rest.firstMatch(of: /(^|[^:]):(cap|limit|owner|lease_seconds)\b/) {
-            parameter += 1
+            let parameter = parameters[match.output.2] ?? parameters.count + 1
+            parameters[match.output.2] = parameter
             // The match takes the character before the colon with it; keep that character.
             numbered += rest[..<match.range.lowerBound] + match.output.1 + "$\(parameter)"
             rest = rest[match.range.upperBound...]
         }
         numbered += rest
         #expect(Self.words(numbered) == Self.words(ClaimDeliveriesStatement.sql))
-        #expect(parameter == ClaimDeliveriesStatement.bindingDataTypes.count)
+        #expect(parameters.count == ClaimDeliveriesStatement.bindingDataTypes.count)
     }
 
     /// The text with every run of white space as one space: the file indents differently.
