@@ -17,6 +17,9 @@
 #              serve's place does an event's exchanges (one POST in; one echo GET and two
 #              deliveries out) and nothing else, under wrk at 64 connections: no EchoRelay on
 #              serve's HTTP libraries can pass its rate here (ECHORELAY_FLOOR_BIN, else built)
+#   pipeline   the database's side: pgbench Benchmarks/pgbench/pipeline.sql (an event's whole life
+#              in the lightest durable SQL for EchoRelay's rows, batched); with the floor's
+#              machine CPU per event it bounds the end-to-end rate of any relay of these rows
 #   latency    E2E_LATENCY_RATE events/s (200) open loop: p50/p99 intended send → subscriber,
 #              after a warm-up at that rate (ECHORELAY_BENCH_WARMUP s, at least 3)
 #   steps      the offered rate from E2E_START_RATE (100) up by half each step until a step is
@@ -29,7 +32,8 @@
 # (ceiling, floor, transaction counts, statements); give it its own ECHORELAY_BENCH_OUT.
 # Profiling (not part of the figures): E2E_RATES="900 1200" runs exactly those steps (no
 # search, no overload unless E2E_OVERLOAD_RATE is set); E2E_SKIP="lone latency ceiling" leaves
-# those out; E2E_PERF=1 records serve with `perf record -g` during every step (e2e/perf-<code>.data,
+# those out ("steps" leaves out the steps and the overload: E2E_SKIP="lone latency steps" is the
+# bound alone, in about three minutes); E2E_PERF=1 records serve with `perf record -g` during every step (e2e/perf-<code>.data,
 # read with `perf report -i`).
 # Every step starts vacuumed, analysed and checkpointed (prepare_point), lasts E2E_SECONDS
 # (default: the bench's SECONDS, at least 10) and drains (up to E2E_DRAIN_LIMIT s, 600) before
@@ -140,14 +144,18 @@ e2e_ceiling() {  # WHEN: the light ingest ceiling on a database of its own
     local tag="ceiling-$1"
     prepare_point "$E2E_CEILING_DB"
     taskset -c "$CLIENT_CPU" pgbench -n -j1 -c"$CONNECTIONS" -M prepared -T "$WARMUP" -f Benchmarks/pgbench/ingest.sql "$E2E_CEILING_DB" >/dev/null 2>&1
+    local machine_before machine_after
+    machine_before="$(machine_ticks)"
     taskset -c "$CLIENT_CPU" pgbench -n -j1 -c"$CONNECTIONS" -M prepared -T "$SECONDS_EACH" -f Benchmarks/pgbench/ingest.sql \
         "$E2E_CEILING_DB" >"$OUT/e2e/$tag.txt" 2>&1 || { cat "$OUT/e2e/$tag.txt" >&2; exit 1; }
-    e2e_record "ceiling when=$1 tps=$(awk '/^tps/ {print $3}' "$OUT/e2e/$tag.txt")"
+    machine_after="$(machine_ticks)"
+    e2e_record "ceiling when=$1 tps=$(awk '/^tps/ {print $3}' "$OUT/e2e/$tag.txt")" \
+        "machine_cpu_ms=$(per_event_ms "$machine_before" "$machine_after" "$(processed "$OUT/e2e/$tag.txt")")"
     progress "e2e light ingest ceiling ($1): $(awk '/^tps/ {printf "%.0f", $3}' "$OUT/e2e/$tag.txt") tx/s"
 }
 
 e2e_floor() {
-    local port file="$WORK/floor.req" pid before after nginx_before nginx_after line
+    local port file="$WORK/floor.req" pid before after nginx_before nginx_after machine_before machine_after line
     port="$(free_port)"
     "$ECHORELAY_FLOOR_BIN" "$port" "http://127.0.0.1:$PROVIDER_PORT/1.1/account/verify_credentials.json" \
         "http://127.0.0.1:$SUBSCRIBER_PORT" >"$OUT/e2e/floor.log" 2>&1 &
@@ -160,10 +168,10 @@ e2e_floor() {
     # may send the same ones).
     make_e2e_events $(( 12000 * SECONDS_EACH )) "$file" floor
     taskset -c "$CLIENT_CPU" wrk -t1 -c64 -d"${WARMUP}s" -s Benchmarks/wrk/replay.lua "http://127.0.0.1:$port" -- "$file" >/dev/null 2>&1
-    before="$(ticks "$pid")" nginx_before="$(ticks "$NGINX_PID")"
+    before="$(ticks "$pid")" nginx_before="$(nginx_ticks)" machine_before="$(machine_ticks)"
     taskset -c "$CLIENT_CPU" wrk -t1 -c64 -d"${SECONDS_EACH}s" -s Benchmarks/wrk/replay.lua "http://127.0.0.1:$port" -- "$file" \
         >"$OUT/e2e/floor-wrk.txt" 2>&1
-    after="$(ticks "$pid")" nginx_after="$(ticks "$NGINX_PID")"
+    after="$(ticks "$pid")" nginx_after="$(nginx_ticks)" machine_after="$(machine_ticks)"
     kill "$pid"; wait "$pid" 2>/dev/null || true
     rm -f "$file"
     # The subscribers logged the floor's deliveries too: the steps read these logs afresh
@@ -171,18 +179,58 @@ e2e_floor() {
     : >"$E2E_NGINX/subscriber-a.log"
     : >"$E2E_NGINX/subscriber-b.log"
     line="$(grep '^replay ' "$OUT/e2e/floor-wrk.txt")"
-    python3 - "$line" "$before" "$after" "$nginx_before" "$nginx_after" "$TICK" >>"$OUT/e2e/figures.txt" <<'PY'
+    python3 - "$line" "$before" "$after" "$nginx_before" "$nginx_after" "$machine_before" "$machine_after" "$TICK" \
+        >>"$OUT/e2e/figures.txt" <<'PY'
 import sys
-line, before, after, nginx_before, nginx_after, tick = sys.argv[1:]
+line, before, after, nginx_before, nginx_after, machine_before, machine_after, tick = sys.argv[1:]
 f = dict(p.split("=", 1) for p in line.split()[1:])
 requests, seconds = int(f["requests"]), int(f["duration_us"]) / 1e6
 ms = lambda a, b: (int(b) - int(a)) / int(tick) * 1000 / max(requests, 1)
 print(f"floor rate={requests / seconds:.0f} non2xx={f['non2xx']} socket_errors={f['socket_errors']} "
       f"floor_cpu_ms={ms(before, after):.3f} nginx_cpu_ms={ms(nginx_before, nginx_after):.3f} "
-      f"client_cpu_ms={float(f['client_cpu_s']) * 1000 / max(requests, 1):.3f}")
+      f"client_cpu_ms={float(f['client_cpu_s']) * 1000 / max(requests, 1):.3f} "
+      f"machine_cpu_ms={ms(machine_before, machine_after):.3f}")
 PY
     E2E_LAST="$(tail -1 "$OUT/e2e/figures.txt")"
-    progress "e2e HTTP floor: $(e2e_field rate) events/s, $(e2e_field floor_cpu_ms) ms of its CPU and $(e2e_field nginx_cpu_ms) ms of nginx's an event"
+    progress "e2e HTTP floor: $(e2e_field rate) events/s, $(e2e_field floor_cpu_ms) ms of its CPU, $(e2e_field nginx_cpu_ms) ms of nginx's and $(e2e_field machine_cpu_ms) ms of the machine's an event"
+}
+
+# The database's side of the same bound: pgbench runs Benchmarks/pgbench/pipeline.sql, an event's
+# whole life in the lightest durable SQL for EchoRelay's rows, E2E_PIPELINE_BATCH events a
+# transaction on E2E_PIPELINE_CLIENTS clients (the lightest per event found: 128 on 4), on a
+# database of its own. The
+# machine's CPU per event here plus the HTTP floor's is what any relay of these rows spends
+# before doing anything of its own, so the cores divided by it bound the end-to-end rate.
+E2E_PIPELINE_BATCH="${E2E_PIPELINE_BATCH:-128}"
+E2E_PIPELINE_CLIENTS="${E2E_PIPELINE_CLIENTS:-4}"
+e2e_pipeline() {
+    local tag=pipeline machine_before machine_after events
+    sql "$E2E_PIPELINE_DB" -c "INSERT INTO subscriptions (id, url, event_types, secret) VALUES
+        ('bench_a', 'http://127.0.0.1:1/a', '{token.rotated,phone.changed}', 'whsec_unused'),
+        ('bench_b', 'http://127.0.0.1:1/b', '{token.rotated,phone.changed}', 'whsec_unused')
+        ON CONFLICT (id) DO NOTHING" >/dev/null
+    local -a run=(pgbench -n -j1 -c"$E2E_PIPELINE_CLIENTS" -M prepared -D batch="$E2E_PIPELINE_BATCH" -f Benchmarks/pgbench/pipeline.sql)
+    taskset -c "$CLIENT_CPU" "${run[@]}" -T "$WARMUP" "$E2E_PIPELINE_DB" >/dev/null 2>&1
+    prepare_point "$E2E_PIPELINE_DB"  # analysed with rows in every table the script writes
+    machine_before="$(machine_ticks)"
+    taskset -c "$CLIENT_CPU" "${run[@]}" -T "$SECONDS_EACH" "$E2E_PIPELINE_DB" >"$OUT/e2e/$tag.txt" 2>&1 || { cat "$OUT/e2e/$tag.txt" >&2; exit 1; }
+    machine_after="$(machine_ticks)"
+    events=$(( $(processed "$OUT/e2e/$tag.txt") * E2E_PIPELINE_BATCH ))
+    e2e_record "pipeline batch=$E2E_PIPELINE_BATCH clients=$E2E_PIPELINE_CLIENTS rate=$(python3 -c "print(round($events / $SECONDS_EACH))")" \
+        "machine_cpu_ms=$(per_event_ms "$machine_before" "$machine_after" "$events")"
+    E2E_LAST="$(tail -1 "$OUT/e2e/figures.txt")"
+    progress "e2e pipeline's SQL alone: $(e2e_field rate) events/s, $(e2e_field machine_cpu_ms) ms of the machine's CPU an event"
+}
+# pgbench's count of transactions in its report FILE; the machine's CPU ms per event from two
+# machine_ticks readings and a count.
+processed() { awk '/number of transactions actually processed/ {print $NF}' "$1"; }
+per_event_ms() { python3 -c "print(round(($2 - $1) / $TICK * 1000 / max($3, 1), 4))"; }
+# nginx's master and its workers (which do the work): the client core's share of every exchange.
+nginx_ticks() {
+    local total child
+    total="$(ticks "$NGINX_PID")"
+    for child in $(pgrep -P "$NGINX_PID"); do total=$(( total + $(ticks "$child") )); done
+    echo "$total"
 }
 
 e2e_step() {  # KIND RATE SECONDS CODE CONNECTIONS: an open-loop step, drained; prints analyse.py's line
@@ -237,11 +285,14 @@ e2e_part() {
     command -v nginx >/dev/null || { echo "bench: nginx is missing (apt-get install nginx-light)" >&2; exit 1; }
     if embedded; then
         E2E_DB="sqlite:$(realpath "$OUT")/e2e/serve.sqlite" PGPID=""
-        E2E_SKIP="$E2E_SKIP ceiling floor"
+        E2E_SKIP="$E2E_SKIP ceiling floor pipeline"
     else
         E2E_DB="$(database_url echorelay_e2e)" E2E_CEILING_DB="$(database_url echorelay_e2e_ceiling)"
         create_database echorelay_e2e "$ECHORELAY_BIN"
         create_database echorelay_e2e_ceiling "$ECHORELAY_BIN"
+        # Its own database, so that its rows do not weigh on the ceiling taken after the steps.
+        E2E_PIPELINE_DB="$(database_url echorelay_e2e_pipeline)"
+        e2e_skips pipeline || create_database echorelay_e2e_pipeline "$ECHORELAY_BIN"
         DB="$E2E_DB" find_postmaster
     fi
     start_nginx
@@ -253,6 +304,7 @@ e2e_part() {
 
     e2e_skips ceiling || e2e_ceiling before
     e2e_skips floor || e2e_floor
+    e2e_skips pipeline || e2e_pipeline
     e2e_skips lone || e2e_lone
     # A warm-up at the latency step's rate, as each ingest point has: the first paced load after
     # the lone events meets tables PostgreSQL has not analysed since they held a few rows.
@@ -261,6 +313,13 @@ e2e_part() {
     progress "e2e latency at $E2E_LATENCY_RATE events/s: p50 $(e2e_field p50_ms) ms, p99 $(e2e_field p99_ms) ms (pacer late p99 $(e2e_field pacer_late_p99_ms) ms)"; }
     if [[ -n "$E2E_RATES" ]]; then
         e2e_fixed_steps
+        return
+    fi
+    if e2e_skips steps; then
+        e2e_skips ceiling || e2e_ceiling after
+        stop_serve e2e
+        stop_nginx "$OUT/e2e"
+        python3 Benchmarks/e2e/report.py "$OUT" | tee "$OUT/e2e.md"
         return
     fi
 

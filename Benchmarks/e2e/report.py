@@ -42,6 +42,15 @@ def per(f, key, count_key, digits=2):
     return fmt(a / b, digits) if a is not None and b else "–"
 
 
+def relay_bound(floor, pipeline, cores):
+    """Events/s that the machine's cores allow when each event costs the HTTP floor's machine
+    CPU plus the pipeline SQL's, and nothing of the relay's own: an upper bound."""
+    if not (floor and pipeline and cores):
+        return None
+    a, b = num(floor, "machine_cpu_ms"), num(pipeline, "machine_cpu_ms")
+    return cores * 1000 / (a + b) if a and b else None
+
+
 store = (first("world") or {}).get("store", "postgres")
 where = ("the embedded store (SQLite, WAL, synchronous=FULL, on disk)" if store == "embedded"
          else f"PostgreSQL {meta.get('postgres', '?')} (durable)")
@@ -82,6 +91,18 @@ if floor:
                  "its CPU and nginx's per event",
                  f"{fmt(rate)} events/s ({rate / ceiling:.2f}×); {floor.get('floor_cpu_ms')} ms, {floor.get('nginx_cpu_ms')} ms"
                  if ceiling and rate else "–", "bounds the next row"))
+pipeline = first("pipeline")
+if pipeline:
+    rows.append((f"the pipeline's SQL alone: pgbench `pipeline.sql`, {pipeline.get('batch')} events a transaction "
+                 f"on {pipeline.get('clients')} clients (÷ ceiling)",
+                 f"{fmt(num(pipeline, 'rate'))} events/s ({num(pipeline, 'rate') / ceiling:.2f}×)" if ceiling else "–",
+                 "—"))
+    bound = relay_bound(floor, pipeline, int((meta.get("machine") or "0").split()[0]))
+    if bound:
+        rows.append(("bound on any relay of these rows: cores ÷ (the floor's + the pipeline SQL's machine CPU "
+                     f"per event, {floor.get('machine_cpu_ms')} + {pipeline.get('machine_cpu_ms')} ms) (÷ ceiling)",
+                     f"{fmt(bound)} events/s ({bound / ceiling:.2f}×)" if ceiling else fmt(bound),
+                     "bounds the next row"))
 rows.append(("highest sustained rate (÷ ceiling)",
              f"**{fmt(sustained)} events/s** ({sustained / ceiling:.2f}×)" if ceiling else fmt(sustained),
              "≥ 0.3× (aim 0.5×)"))
