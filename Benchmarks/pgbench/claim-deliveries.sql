@@ -4,14 +4,16 @@
 --
 -- The first statement is ClaimDeliveriesStatement (Sources/EchoRelayPostgres/
 -- ClaimStatements.swift), prepared as the worker prepares it, with its parameters as pgbench
--- variables (:cap, :limit, :owner, :lease_seconds for $1 to $4); ClaimStatementTests keeps
--- the two equal, so the claim part measures the statement the worker runs. scripts/bench passes the
--- values with -D as a worker binds them by default (a lease of 60 s, 8 webhooks per
--- subscription, 64 per process); :owner is each client's own (pgbench's client_id).
+-- variables (:answered, :cap, :limit, :owner, :lease_seconds for $1 to $5); ClaimStatementTests
+-- keeps the two equal, so the claim part measures the statement the worker runs. scripts/bench
+-- passes the values with -D as a worker binds them by default (a lease of 60 s, 8 webhooks per
+-- subscription, 64 per process; nothing answered and unrecorded, as this client finishes what
+-- it claims at once); :owner is each client's own (pgbench's client_id).
 \set owner :client_id
 WITH busy AS (
     SELECT subscription_id, count(*) AS n FROM deliveries
     WHERE status = 'pending' AND lease_owner IS NOT NULL AND lease_expires_at > now()
+      AND id <> ALL (:answered::int8[])
     GROUP BY subscription_id
 ), open AS (
     SELECT s.id, s.ordered, s.event_types, :cap - coalesce(b.n, 0) AS room

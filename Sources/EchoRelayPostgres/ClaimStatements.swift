@@ -8,18 +8,20 @@ import PostgresNIO
 // values bound; CachedPlanTests checks that their cached plans scan no queue table.
 
 /// The delivery claim (see `PostgresEventStore.claimDeliveries`). Benchmarks/pgbench/
-/// claim-deliveries.sql runs the same text with its parameters as pgbench variables: $1 :cap,
-/// $2 :limit, $3 :owner, $4 :lease_seconds; ClaimStatementTests keeps the two equal.
+/// claim-deliveries.sql runs the same text with its parameters as pgbench variables: $1
+/// :answered, $2 :cap, $3 :limit, $4 :owner, $5 :lease_seconds; ClaimStatementTests keeps the
+/// two equal.
 struct ClaimDeliveriesStatement: PostgresPreparedStatement {
     static let sql = """
         WITH busy AS (
             SELECT subscription_id, count(*) AS n FROM deliveries
             WHERE status = 'pending' AND lease_owner IS NOT NULL AND lease_expires_at > now()
+              AND id <> ALL ($1::int8[])
             GROUP BY subscription_id
         ), open AS (
-            SELECT s.id, s.ordered, s.event_types, $1 - coalesce(b.n, 0) AS room
+            SELECT s.id, s.ordered, s.event_types, $2 - coalesce(b.n, 0) AS room
             FROM subscriptions s LEFT JOIN busy b ON b.subscription_id = s.id
-            WHERE s.enabled AND s.deleted_at IS NULL AND coalesce(b.n, 0) < $1
+            WHERE s.enabled AND s.deleted_at IS NULL AND coalesce(b.n, 0) < $2
         ), due AS (
             SELECT d.*, o.room, o.ordered AND (
                        EXISTS (SELECT 1 FROM deliveries p
@@ -43,19 +45,19 @@ struct ClaimDeliveriesStatement: PostgresPreparedStatement {
                                    row_number() OVER (PARTITION BY subscription_id ORDER BY attempts > 0, due_at) AS rank
                             FROM due WHERE NOT blocked) ranked
             WHERE rank <= room
-            ORDER BY attempts > 0, due_at LIMIT $2
+            ORDER BY attempts > 0, due_at LIMIT $3
         )
         UPDATE deliveries AS d
-        SET lease_owner = $3,
-            lease_expires_at = now() + make_interval(secs => $4),
-            due_at = now() + make_interval(secs => $4),
+        SET lease_owner = $4,
+            lease_expires_at = now() + make_interval(secs => $5),
+            due_at = now() + make_interval(secs => $5),
             attempts = d.attempts + 1
         FROM chosen, events AS e, subscriptions AS s
         WHERE d.id = chosen.id AND e.id = d.event_id AND s.id = d.subscription_id
         RETURNING \(DeliveryTaskRow.columns)
         """
 
-    static let bindingDataTypes: [PostgresDataType] = [.int8, .int8, .text, .float8]
+    static let bindingDataTypes: [PostgresDataType] = [.int8Array, .int8, .int8, .text, .float8]
 
     typealias Row = DeliveryTaskRow.Values
 
@@ -63,9 +65,11 @@ struct ClaimDeliveriesStatement: PostgresPreparedStatement {
     var limit: Int
     var lease: Duration
     var perSubscriptionCap: Int
+    var answered: [Int64]
 
     func makeBindings() -> PostgresBindings {
-        var bindings = PostgresBindings(capacity: 4)
+        var bindings = PostgresBindings(capacity: 5)
+        bindings.append(answered)
         bindings.append(perSubscriptionCap)
         bindings.append(limit)
         bindings.append(owner)

@@ -4,7 +4,8 @@ import Logging
 import PostgresNIO
 
 extension PostgresEventStore: DeliveryStore {
-    public func claimDeliveries(owner: String, limit: Int, lease: Duration, perSubscriptionCap: Int) async throws -> [DeliveryTask] {
+    public func claimDeliveries(owner: String, limit: Int, lease: Duration, perSubscriptionCap: Int,
+                                answered: [Int64]) async throws -> [DeliveryTask] {
         do {
             // Each enabled subscription's due deliveries in due order, read from its front
             // and locked: only heads are due (006_delivery_heads.sql), so this never reads the
@@ -12,10 +13,12 @@ extension PostgresEventStore: DeliveryStore {
             // more — no earlier pending delivery of the user for it, no earlier event of a type
             // it wants still awaiting verification — and those still blocked are parked (a
             // delivery unparked early, or made due by a replay, is parked here). It takes up
-            // to its cap minus what it has in flight, first tries before retries; the window
+            // to its cap minus what it has in flight (leased, less what this process has
+            // answered and not yet recorded), first tries before retries; the window
             // reads a few more than that, so that parking keeps ahead of delivering.
             let rows = try await client.execute(
-                ClaimDeliveriesStatement(owner: owner, limit: limit, lease: lease, perSubscriptionCap: perSubscriptionCap),
+                ClaimDeliveriesStatement(owner: owner, limit: limit, lease: lease, perSubscriptionCap: perSubscriptionCap,
+                                         answered: answered),
                 logger: logger
             )
             return try await tasks(from: rows)

@@ -51,18 +51,21 @@ extension SQLiteEventStore {
         }
     }
 
-    public func claimDeliveries(owner: String, limit: Int, lease: Duration, perSubscriptionCap: Int) async throws -> [DeliveryTask] {
+    public func claimDeliveries(owner: String, limit: Int, lease: Duration, perSubscriptionCap: Int,
+                                answered: [Int64]) async throws -> [DeliveryTask] {
         try await session.write { db in
             // Each enabled subscription's due deliveries in due order, read from its front:
             // only heads are due, so this never reads the backlog parked behind them. Those
             // still blocked (made due by a replay or a redrive) are parked here. Each takes up
-            // to its cap minus what it has in flight; first tries go before retries.
+            // to its cap minus what it has in flight (leased, less what this process has
+            // answered and not yet recorded); first tries go before retries.
             let open = try await db.rows("""
                 SELECT s.id, ?2 - (SELECT count(*) FROM deliveries b
                                    WHERE b.subscription_id = s.id AND b.status = 'pending'
-                                     AND b.lease_owner IS NOT NULL AND b.lease_expires_at > ?1)
+                                     AND b.lease_owner IS NOT NULL AND b.lease_expires_at > ?1
+                                     AND b.id NOT IN (SELECT value FROM json_each(?3)))
                 FROM subscriptions s WHERE s.enabled = 1 AND s.deleted_at IS NULL
-                """, [db.now, perSubscriptionCap]).map { (try $0.string(0), try $0.int(1)) }
+                """, [db.now, perSubscriptionCap, JSONText(.array(answered.map(JSONValue.integer)))]).map { (try $0.string(0), try $0.int(1)) }
             var candidates: [(id: Int64, retry: Bool, dueAt: Int64)] = []
             var blocked: [Int64] = []
             for (subscriptionID, room) in open where room > 0 {

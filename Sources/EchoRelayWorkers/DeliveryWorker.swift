@@ -51,6 +51,10 @@ public struct DeliveryWorker: Service, CustomStringConvertible {
     /// Webhooks in flight per subscription in this process: the cap for handed-off deliveries
     /// (a claim counts the leases in the database).
     let inFlight = SubscriptionLoad()
+    /// Deliveries whose webhook has been answered and whose attempt is being recorded: they
+    /// keep their lease until the record commits (and a sibling's linger), but no longer a
+    /// slot of their subscription's cap, so a claim does not count them.
+    let answered = DeliveryIDs()
 
     public init(store: any DeliveryStore, wake: WakeSignal, configuration: DeliveryWorkerConfiguration, owner: String,
                 handOffs: DeliveryInbox? = nil, ready: Gate = Gate(open: true), metrics: RelayMetrics = RelayMetrics(),
@@ -104,7 +108,8 @@ public struct DeliveryWorker: Service, CustomStringConvertible {
         handOffs.putBack(waiting.map(\.deliveryID))
         let tasks = try await claims.after(handed, free: free, every: configuration.pollInterval) { room in
             let claimed = try await store.claimDeliveries(owner: owner, limit: room, lease: configuration.lease,
-                                                          perSubscriptionCap: configuration.perSubscriptionConcurrency)
+                                                          perSubscriptionCap: configuration.perSubscriptionConcurrency,
+                                                          answered: answered.all)
             inFlight.started(claimed)
             return claimed
         }
@@ -174,6 +179,8 @@ public struct DeliveryWorker: Service, CustomStringConvertible {
             answer = await client.post(url: task.url, headers: headers(for: task, body: body), body: body)
         }
         inFlight.finished(task.subscriptionID)
+        answered.insert(task.deliveryID)
+        defer { answered.remove(task.deliveryID) }
         if Task.isCancelled {
             outgoing.siblings?.abandon()
             await Task { try? await store.releaseDelivery(task, owner: owner) }.value
@@ -296,4 +303,13 @@ final class SubscriptionLoad: Sendable {
             counts[subscriptionID] = left > 0 ? left : nil
         }
     }
+}
+
+/// A set of delivery ids shared between tasks.
+final class DeliveryIDs: Sendable {
+    private let ids = Mutex<Set<Int64>>([])
+
+    var all: [Int64] { ids.withLock { Array($0) } }
+    func insert(_ id: Int64) { _ = ids.withLock { $0.insert(id) } }
+    func remove(_ id: Int64) { _ = ids.withLock { $0.remove(id) } }
 }

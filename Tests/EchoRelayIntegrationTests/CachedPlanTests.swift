@@ -12,7 +12,7 @@ import Testing
     @Test(arguments: [
         ("finish_round", FinishRoundStatement.sql, "(text, text)", "('[]', NULL)"),
         ("record_attempts", RecordAttemptsStatement.sql, "(text)", "('[]')"),
-        ("claim_deliveries", ClaimDeliveriesStatement.sql, "(int8, int8, text, float8)", "(8, 64, 'o', 60)"),
+        ("claim_deliveries", ClaimDeliveriesStatement.sql, "(int8[], int8, int8, text, float8)", "('{1,2}', 8, 64, 'o', 60)"),
         ("leased_deliveries", LeasedDeliveriesStatement.sql, "(int8[], text)", "('{1,2}', 'o')"),
         ("claim_verifications", ClaimVerificationsStatement.sql, "(int8, text, float8)", "(64, 'o', 60)"),
     ])

@@ -16,7 +16,7 @@ import Testing
         var numbered = ""
         var parameters: [Substring: Int] = [:]
         var rest = Substring(statement)
-        while let match = rest.firstMatch(of: /(^|[^:]):(cap|limit|owner|lease_seconds)\b/) {
+        while let match = rest.firstMatch(of: /(^|[^:]):(answered|cap|limit|owner|lease_seconds)\b/) {
             let parameter = parameters[match.output.2] ?? parameters.count + 1
             parameters[match.output.2] = parameter
             // The match takes the character before the colon with it; keep that character.

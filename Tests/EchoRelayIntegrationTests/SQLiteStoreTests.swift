@@ -213,7 +213,7 @@ import Glibc
             }
             #expect(erased == true)
 
-            let deliveries = try await store.claimDeliveries(owner: "d1", limit: 10, lease: .seconds(60), perSubscriptionCap: 4)
+            let deliveries = try await store.claimDeliveries(owner: "d1", limit: 10, lease: .seconds(60), perSubscriptionCap: 4, answered: [])
             let delivery = try #require(deliveries.first)
             #expect(deliveries.count == 1)
             #expect(delivery.eventID == "evt_1" && delivery.subscriptionID == subscription.id && delivery.attempts == 1)

@@ -192,8 +192,12 @@ extension DeliveryStore {
 public protocol DeliveryStore: Sendable {
     /// Leases up to `limit` deliveries that may be sent now: due, of an enabled subscription,
     /// within its concurrency cap, and — for an ordered subscription — with every earlier
-    /// event of the user final for it (DESIGN.md, Order).
-    func claimDeliveries(owner: String, limit: Int, lease: Duration, perSubscriptionCap: Int) async throws -> [DeliveryTask]
+    /// event of the user final for it (DESIGN.md, Order). The cap counts the leases of the
+    /// subscription's deliveries, except those in `answered`: deliveries of this process whose
+    /// webhook has been answered and whose attempt is not yet recorded hold their lease until
+    /// then, but no longer a slot.
+    func claimDeliveries(owner: String, limit: Int, lease: Duration, perSubscriptionCap: Int,
+                         answered: [Int64]) async throws -> [DeliveryTask]
     /// Records attempts and what follows each, in one transaction when it can (else each
     /// in its own, so that one bad record cannot fail the others): one result per record, in
     /// order. `kept` is false if the lease was lost. A failure older than `disableAfter` since

@@ -281,6 +281,27 @@ import TestSupport
         }
     }
 
+    /// A delivery whose webhook was answered keeps its lease until its attempt is recorded,
+    /// but its slot goes to the next delivery at once.
+    @Test(arguments: StoreKind.all)
+    func anAnsweredDeliveryLeavesItsSlotToTheNextClaimBeforeItsAttemptIsRecorded(kind: StoreKind) async throws {
+        try await StoreHarness.withStore(kind) { store in
+            _ = try await store.subscribe(ordered: false)
+            for index in 1...5 { try await store.ingest("e\(index)", user: "u\(index)") }
+            try await store.verifyAll()
+            let first = try await store.claimAllDeliveries(cap: 2)
+            #expect(first.count == 2)
+            let answered = try #require(first.first)
+            let next = try await store.claimAllDeliveries(cap: 2, answered: [answered.deliveryID])
+            #expect(next.count == 1, "one slot is free: the other claimed delivery is still in flight")
+            #expect(!first.map(\.deliveryID).contains(try #require(next.first).deliveryID), "a leased delivery is not claimed again")
+            #expect(try await store.claimAllDeliveries(cap: 2, answered: [answered.deliveryID]).isEmpty, "both slots taken again")
+            try await store.finish(answered)
+            #expect(try await store.claimAllDeliveries(cap: 2, answered: [answered.deliveryID]).isEmpty,
+                    "a recorded delivery counts neither way")
+        }
+    }
+
     @Test(arguments: StoreKind.all)
     func everyAttemptIsRecordedAndTheLastTryDeadLetters(kind: StoreKind) async throws {
         try await StoreHarness.withStore(kind) { store in

@@ -83,8 +83,8 @@ extension SubscriptionStore {
 }
 
 extension DeliveryStore {
-    func claimAllDeliveries(cap: Int = 100) async throws -> [DeliveryTask] {
-        try await claimDeliveries(owner: "conformance", limit: 100, lease: .seconds(60), perSubscriptionCap: cap)
+    func claimAllDeliveries(cap: Int = 100, answered: [Int64] = []) async throws -> [DeliveryTask] {
+        try await claimDeliveries(owner: "conformance", limit: 100, lease: .seconds(60), perSubscriptionCap: cap, answered: answered)
     }
 
     func finish(_ task: DeliveryTask, _ next: DeliveryNext = .delivered, status: Int? = 200) async throws {
