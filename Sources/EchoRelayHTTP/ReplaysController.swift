@@ -26,7 +26,12 @@ struct ReplaysController<Context: RequestContext>: Sendable {
             let matched = try await store.countReplay(body.filter)
             return try JSONResponse.make(DryRunView(matched: matched))
         }
-        let replay = try await store.startReplay(body.filter, actor: actor, reason: body.reason)
+        let replay: Replay
+        do {
+            replay = try await store.startReplay(body.filter, actor: actor, reason: body.reason)
+        } catch let error as ReplayError {
+            throw Problem(error)
+        }
         replayStarted()
         metrics.replayRequested(kind: "bulk")
         context.logger.info("bulk replay started", metadata: [

@@ -95,6 +95,14 @@ extension Problem {
         case .notUnverifiable(let status):
             self.init(.conflict, slug: "not-unverifiable", title: "Event not unverifiable",
                       detail: "event \"\(eventID ?? "")\" is \(status.rawValue); only an unverifiable event can be re-verified")
+        case .noSubscription(let type):
+            self.init(.unprocessableContent, slug: "nothing-to-replay", title: "Nothing to replay",
+                      detail: "no enabled subscription wants \(type) events, so a replay of event \"\(eventID ?? "")\" would send nothing;"
+                        + " name one in subscription_ids (a disabled one is taken), or enable or create one first")
+        case .nothingMatched:
+            self.init(.unprocessableContent, slug: "nothing-to-replay", title: "Nothing to replay",
+                      detail: "no original delivery to a subscription that is not deleted (and enabled, unless named) matches"
+                        + " this filter, so the replay would send nothing; a dry run (\"dry_run\": true) counts the matches")
         }
     }
 }

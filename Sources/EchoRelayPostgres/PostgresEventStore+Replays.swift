@@ -30,6 +30,7 @@ extension PostgresEventStore: ReplayStore {
                 let missing = named.filter { !targets.contains($0) }
                 guard missing.isEmpty else { throw ReplayError.unknownSubscriptions(missing) }
             }
+            guard !targets.isEmpty else { throw ReplayError.noSubscription(eventType: type) }
 
             let replayID = "rpl_" + RandomID.make()
             try await connection.query("""
@@ -96,6 +97,8 @@ extension PostgresEventStore: ReplayStore {
                 """, logger: logger)
             let matched = try await connection.query("SELECT matched FROM replays WHERE id = \(id)", logger: logger)
                 .decode(Int.self).gathered().first ?? 0
+            // Refused, and the transaction with it: a replay that sends nothing is no replay.
+            guard matched > 0 else { throw ReplayError.nothingMatched }
             try await Self.audit(on: connection, logger: logger, actor: actor, action: "replay.start", target: id,
                                  filter: filter.json, matched: matched, reason: reason)
         }

@@ -27,6 +27,7 @@ extension SQLiteEventStore {
                 let missing = named.filter { !targets.contains($0) }
                 guard missing.isEmpty else { throw ReplayError.unknownSubscriptions(missing) }
             }
+            guard !targets.isEmpty else { throw ReplayError.noSubscription(eventType: try event.string(1)) }
 
             let replayID = "rpl_" + RandomID.make()
             try await db.run("""
@@ -60,6 +61,8 @@ extension SQLiteEventStore {
             // batches send exactly the deliveries counted (less any that stop matching).
             let counted = try await db.row("SELECT count(*), max(d.id) \(matching.sql)", matching.binds)
             let matched = try counted?.int(0) ?? 0
+            // A replay that sends nothing is no replay: refused before anything is written.
+            guard matched > 0 else { throw ReplayError.nothingMatched }
             let maxID = try counted?.optionalInt64(1)
             try await db.run("""
                 INSERT INTO replays (id, kind, actor_name, actor_role, reason, filter, matched, max_delivery_id, cursor_done, created_at)

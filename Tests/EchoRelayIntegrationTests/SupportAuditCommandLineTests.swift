@@ -34,6 +34,8 @@ import Glibc
     @Test func auditListsAReplayWithItsActorAndReasonAndFiltersByAction() async throws {
         try await EchoFixture.run { f in
             let support = try await AccessTokenTests.create(role: "support", name: "Sam from support", in: f.server.database)
+            // A replay needs a subscription to send to (one that would send nothing is refused).
+            _ = try await f.subscribe(url: "http://127.0.0.1:9/hooks/audit")
             let eventID = try #require(try await f.pushVerified("token.rotated", userID: "u-700", session: try f.session("u-700"))["id"] as? String)
             let replay = try await Self.cli(["replay", eventID, "--reason", "ticket 4411: backend restored"], f.server, token: support.token)
             #expect(replay.status == 0, "\(replay.stderr)")
@@ -48,8 +50,8 @@ import Glibc
             for column in ["ACTOR", "ACTION", "TARGET", "MATCHED", "REASON"] {
                 #expect(lines.first?.contains(column) == true, "no \(column) column: \(table.stdout)")
             }
-            // Newest first: the two replays, then the support token's creation.
-            #expect(lines.count == 4, "\(table.stdout)")
+            // Newest first: the two replays, the subscription's creation, the support token's.
+            #expect(lines.count == 5, "\(table.stdout)")
             let first = try #require(lines.dropFirst().first)
             let second = try #require(lines.dropFirst(2).first)
             #expect(second.contains("Sam from support (support)") && second.contains("event.replay") && second.contains(eventID))
@@ -57,10 +59,11 @@ import Glibc
             #expect(first.contains("event.replay"))
             #expect(first.contains("ticket 4412: the billing") && first.hasSuffix("…"), "a long reason is shortened in the table: \(first)")
             #expect(!first.contains("END"))
-            #expect(lines[3].contains("token.create") && lines[3].contains(support.id), "\(lines[3])")
+            #expect(lines[3].contains("subscription.create"), "\(lines[3])")
+            #expect(lines[4].contains("token.create") && lines[4].contains(support.id), "\(lines[4])")
             // Columns line up: every row has its action where the header has ACTION.
             let actionColumn = try #require(lines[0].range(of: "ACTION")).lowerBound.utf16Offset(in: lines[0])
-            for (line, action) in zip(lines.dropFirst(), ["event.replay", "event.replay", "token.create"]) {
+            for (line, action) in zip(lines.dropFirst(), ["event.replay", "event.replay", "subscription.create", "token.create"]) {
                 #expect(line.dropFirst(actionColumn).hasPrefix(action), "misaligned: \(line)")
             }
 
@@ -68,7 +71,7 @@ import Glibc
             #expect(json.status == 0, "\(json.stderr)")
             #expect(json.stderr.isEmpty)
             let entries = try #require(try SupportCommandLineTests.object(json)["entries"] as? [[String: Any]])
-            #expect(entries.map { $0["action"] as? String } == ["event.replay", "event.replay", "token.create"])
+            #expect(entries.map { $0["action"] as? String } == ["event.replay", "event.replay", "subscription.create", "token.create"])
             #expect(entries[0]["reason"] as? String == longReason, "--json keeps the whole reason")
             #expect(entries[1]["reason"] as? String == "ticket 4411: backend restored")
             #expect(entries[1]["target"] as? String == eventID)
@@ -93,7 +96,7 @@ import Glibc
             #expect(page.stderr.contains("--all"), "\(page.stderr)")
             let all = try await Self.cli(["audit", "--limit", "1", "--all", "--json"], f.server)
             let merged = try SupportCommandLineTests.object(all)
-            #expect((merged["entries"] as? [Any])?.count == 3)
+            #expect((merged["entries"] as? [Any])?.count == 4)
             #expect(merged["next_cursor"] is NSNull)
 
             // The audit log is for administrators: a support token gets the server's detail.

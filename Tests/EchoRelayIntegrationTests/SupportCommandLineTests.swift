@@ -1,5 +1,6 @@
 import EchoRelayCore
 import Foundation
+import NIOHTTP1
 import Testing
 import TestSupport
 
@@ -253,6 +254,36 @@ import TestSupport
                 let cancel = try await Self.cli(["replays", "cancel", replayID, "--reason", "too late"], f.server)
                 #expect(cancel.status == 1)
                 #expect(cancel.stderr.hasPrefix("error: replay \"\(replayID)\" is already completed"), "\(cancel.stderr)")
+            }
+        }
+    }
+
+    /// After the only subscription was deleted, a replay would send nothing: the server says
+    /// why with a 422 and the command exits 1, for one event and for a bulk replay.
+    @Test func aReplayThatWouldSendNothingFailsWithTheReason() async throws {
+        try await EchoFixture.run { f in
+            try await StandInSubscriber().run { subscriber in
+                let subscription = try await f.subscribe(url: subscriber.url())
+                let event = try await f.pushVerified("token.rotated", userID: "u-410", session: try f.session("u-410"))
+                let eventID = try #require(event["id"] as? String)
+                try await subscriber.waitForDeliveries(count: 1, within: .seconds(20))
+                let id = try #require(subscription["id"] as? String)
+                let deleted = try await f.server.http.send(.DELETE, "/v1/subscriptions/\(id)", headers: [("Authorization", "Bearer \(LiveServer.adminToken)")])
+                #expect(deleted.status == 204)
+
+                let one = try await Self.cli(["replay", eventID, "--reason", "backend restored"], f.server)
+                #expect(one.status == 1)
+                #expect(one.stderr.hasPrefix("error: no enabled subscription wants token.rotated events"), "\(one.stderr)")
+                let bulk = try await Self.cli(["replay", "--user", "u-410", "--reason", "backend restored"], f.server)
+                #expect(bulk.status == 1)
+                #expect(bulk.stderr.hasPrefix("error: no original delivery"), "\(bulk.stderr)")
+                let answer = try await f.server.http.send(
+                    .POST, "/v1/events/\(eventID)/replay",
+                    headers: [("Authorization", "Bearer \(LiveServer.adminToken)"), ("Content-Type", "application/json")],
+                    body: Array(#"{"reason": "backend restored"}"#.utf8)
+                )
+                #expect(answer.status == 422)
+                #expect(answer.json?["type"] as? String == "urn:echorelay:problem:nothing-to-replay")
             }
         }
     }

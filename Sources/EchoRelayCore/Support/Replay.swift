@@ -117,6 +117,11 @@ public enum ReplayError: Error, Equatable {
     case finished(ReplayState)
     /// Re-verification is only for events that ended unverifiable.
     case notUnverifiable(EventStatus)
+    /// No subscription would receive the event's replay (none enabled wants its type): it
+    /// would send nothing, so it is refused rather than recorded as done.
+    case noSubscription(eventType: String)
+    /// No delivery matches a bulk replay's filter: it would send nothing.
+    case nothingMatched
 }
 
 /// Replays: new deliveries with the original `webhook-id` and a `replay` marker in the signed

@@ -90,7 +90,14 @@ extension ConsoleController {
                     button: "Start replay", cancel: "/console/replays/new"
                 ))
             }
-            let replay = try await store.startReplay(body.filter, actor: signed.actor, reason: body.reason)
+            let replay: Replay
+            do {
+                replay = try await store.startReplay(body.filter, actor: signed.actor, reason: body.reason)
+            } catch ReplayError.nothingMatched {
+                // The deliveries counted at the confirmation stopped matching since.
+                return signed.page("bulk_replay", title: "Bulk replay", notice: "No delivery matches this filter: nothing to replay.",
+                                   BulkReplayPage(form))
+            }
             workCreated(.replay)
             metrics.replayRequested(kind: "bulk")
             context.logger.info("bulk replay started from the console", metadata: [

@@ -483,6 +483,34 @@ import TestSupport
         }
     }
 
+    /// A replay that would send nothing is refused, and leaves no replay and no audit entry.
+    @Test(arguments: StoreKind.all)
+    func aReplayThatWouldSendNothingIsRefusedAndWritesNothing(kind: StoreKind) async throws {
+        try await StoreHarness.withStore(kind) { store in
+            let subscription = try await store.subscribe(types: [.tokenRotated])
+            try await store.ingest("e1", user: "a")
+            try await store.verifyAll()
+            for task in try await store.claimAllDeliveries() { try await store.finish(task) }
+            _ = try await store.setSubscriptionEnabled(id: subscription.id, false, reason: "backend retired")
+
+            await #expect(throws: ReplayError.noSubscription(eventType: "token.rotated")) {
+                _ = try await store.replayEvent(id: "e1", subscriptionIDs: nil, actor: supportActor, reason: "r")
+            }
+            await #expect(throws: ReplayError.nothingMatched) {
+                _ = try await store.startReplay(ReplayFilter(userID: "a"), actor: supportActor, reason: "r")
+            }
+            await #expect(throws: ReplayError.nothingMatched) {
+                _ = try await store.startReplay(ReplayFilter(userID: "nobody", subscriptionID: subscription.id), actor: supportActor, reason: "r")
+            }
+            #expect(try await store.auditEntries(AuditQuery()).filter { $0.action.hasPrefix("event.replay") || $0.action.hasPrefix("replay.") }.isEmpty)
+            #expect(try await store.deliveries(eventID: "e1").allSatisfy { $0.replayID == nil })
+
+            // Named, the disabled subscription is taken (its delivery waits until enabled).
+            let named = try await store.replayEvent(id: "e1", subscriptionIDs: [subscription.id], actor: supportActor, reason: "named")
+            #expect(named.matched == 1)
+        }
+    }
+
     @Test(arguments: StoreKind.all)
     func aBulkReplayCountsThenQueuesItsDeliveriesInPerUserOrderUnderACursor(kind: StoreKind) async throws {
         try await StoreHarness.withStore(kind) { store in
