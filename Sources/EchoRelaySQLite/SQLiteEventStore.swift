@@ -94,10 +94,11 @@ public final class SQLiteEventStore: EchoRelayStore {
         try await session.close()
     }
 
-    /// Applies the pending SQLite migrations and returns how many it applied.
+    /// Applies the pending SQLite migrations; returns the versions applied, as the PostgreSQL
+    /// migrator does.
     @discardableResult
-    public func migrate() async throws -> Int {
-        try await migrate(Migration.sqlite).count
+    public func migrate() async throws -> [Int] {
+        try await migrate(Migration.sqlite)
     }
 
     func migrate(_ migrations: [Migration]) async throws -> [Int] {

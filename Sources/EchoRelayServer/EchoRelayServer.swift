@@ -94,7 +94,7 @@ public enum EchoRelayServer {
                 // first run can keep its generated secrets in the store.
                 if configuration.migrateAtStart {
                     let applied = try await backend.migrate()
-                    logger.info("embedded store is current", metadata: ["path": "\(sqlite.path)", "migrations.applied": "\(applied)"])
+                    logger.info("embedded store is current", metadata: ["path": "\(sqlite.path)", "migrations.applied": "\(applied.count)"])
                     schemaReady.open()
                 }
                 let firstRun = try await FirstRun.prepare(
@@ -197,7 +197,7 @@ public enum EchoRelayServer {
         if configuration.migrateAtStart, backend.sqlite == nil {
             app.beforeServerStarts {
                 let applied = try await backend.migrate()
-                logger.info("database schema is current", metadata: ["migrations.applied": "\(applied)"])
+                logger.info("database schema is current", metadata: ["migrations.applied": "\(applied.count)"])
                 schemaReady.open()
             }
         }

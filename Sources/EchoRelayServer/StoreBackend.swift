@@ -43,7 +43,7 @@ struct StoreBackend {
     let services: [any Service]
     /// Tells workers in other processes that new work exists (PostgreSQL only).
     let announce: @Sendable () -> Void
-    let migrate: @Sendable () async throws -> Int
+    let migrate: @Sendable () async throws -> [Int]
     /// The embedded store, for the first-run settings; nil on PostgreSQL.
     let sqlite: SQLiteEventStore?
 
@@ -71,7 +71,7 @@ struct StoreBackend {
                 ),
                 services: [client, notifications],
                 announce: { notifications.announce() },
-                migrate: { try await Migrator(client: client, logger: logger).migrate().count },
+                migrate: { try await Migrator(client: client, logger: logger).migrate() },
                 sqlite: nil
             )
         case .sqlite(let path):

@@ -66,7 +66,7 @@ struct MigrateCommand: AsyncParsableCommand {
             } else {
                 let applied = try await store.migrate()
                 try await store.close()
-                print(applied == 0 ? "up to date" : "applied: \(applied)")
+                print(applied.isEmpty ? "up to date" : "applied: " + applied.map(String.init).joined(separator: ", "))
             }
         } catch {
             try? await store.close()
