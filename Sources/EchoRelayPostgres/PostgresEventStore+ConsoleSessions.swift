@@ -36,6 +36,18 @@ extension PostgresEventStore: ConsoleSessionStore {
         }
     }
 
+    public func removeExpiredConsoleSessions() async throws -> Int {
+        do {
+            let rows = try await client.query("""
+                WITH expired AS (DELETE FROM console_sessions WHERE expires_at <= now() RETURNING 1)
+                SELECT count(*)::bigint FROM expired
+                """, logger: logger)
+            return try await rows.decode(Int.self).gathered().first ?? 0
+        } catch {
+            throw StoreError.wrap(error)
+        }
+    }
+
     public func deleteConsoleSession(keyHash: [UInt8]) async throws {
         do {
             try await client.query("DELETE FROM console_sessions WHERE key_sha256 = \(Data(keyHash))", logger: logger)

@@ -28,6 +28,15 @@ extension SQLiteEventStore {
         }
     }
 
+    public func removeExpiredConsoleSessions() async throws -> Int {
+        try await session.write { db in
+            let now = db.now
+            let expired = try await db.row("SELECT count(*) FROM console_sessions WHERE expires_at <= ?1", [now])?.int(0) ?? 0
+            try await db.run("DELETE FROM console_sessions WHERE expires_at <= ?1", [now])
+            return expired
+        }
+    }
+
     public func deleteConsoleSession(keyHash: [UInt8]) async throws {
         try await session.read { db in
             try await db.run("DELETE FROM console_sessions WHERE key_sha256 = ?1", [Blob(keyHash)])

@@ -162,6 +162,10 @@ public enum EchoRelayServer {
             BacklogSampler(store: store, limit: limit, interval: configuration.backlogSampleInterval, ready: schemaReady,
                            metrics: metrics, logger: logger)
         }
+        // The console is served with the API, so its expired sessions are swept there.
+        let sessionSweeper: [any Service] = configuration.role.servesAPI
+            ? [ConsoleSessionSweeper(store: store, interval: configuration.consoleSessionSweepInterval, ready: schemaReady, logger: logger)]
+            : []
         let router = buildRouter(servesAPI: configuration.role.servesAPI, HTTPDependencies(
             store: store,
             subscriberURLPolicy: SubscriberURLPolicy(allowPrivate: configuration.delivery.allowPrivateSubscribers),
@@ -189,7 +193,7 @@ public enum EchoRelayServer {
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "EchoRelay"),
             // Started in this order and stopped in reverse: the server stops taking requests
             // first, then the worker finishes what it holds, then the database client closes.
-            services: backend.services + (backlogSampler.map { [$0] } ?? [])
+            services: backend.services + (backlogSampler.map { [$0] } ?? []) + sessionSweeper
                 + (configuration.role.runsWorkers ? [verifyWorker, deliveryWorker, replayWorker] : []),
             onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? 0) },
             logger: logger

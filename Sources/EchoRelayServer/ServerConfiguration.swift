@@ -34,6 +34,9 @@ public struct ServerConfiguration: Sendable {
     /// arrives in one interval.
     public var backlogSampleInterval: Duration
 
+    /// How often a process that serves the console deletes expired console sessions.
+    public var consoleSessionSweepInterval: Duration
+
     public static let defaultBacklogLimit = 10_000
 
     public init(
@@ -41,8 +44,10 @@ public struct ServerConfiguration: Sendable {
         adminToken: Secret?, secretKey: Secret? = nil, migrateAtStart: Bool = true, role: ServerRole = .all, echo: EchoConfiguration,
         delivery: DeliveryConfiguration = DeliveryConfiguration(), requestTimeout: Duration = .seconds(30),
         shutdownGrace: Duration = .seconds(10), ingestWait: Duration = .seconds(10),
-        backlogLimit: Int? = defaultBacklogLimit, backlogSampleInterval: Duration = .milliseconds(500)
+        backlogLimit: Int? = defaultBacklogLimit, backlogSampleInterval: Duration = .milliseconds(500),
+        consoleSessionSweepInterval: Duration = .seconds(300)
     ) {
+        self.consoleSessionSweepInterval = consoleSessionSweepInterval
         self.backlogLimit = backlogLimit
         self.backlogSampleInterval = backlogSampleInterval
         self.ingestWait = ingestWait

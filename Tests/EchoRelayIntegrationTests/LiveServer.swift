@@ -38,7 +38,7 @@ struct LiveServer: Sendable {
         echo: EchoConfiguration = noEcho, delivery: DeliveryConfiguration = DeliveryConfiguration(allowPrivateSubscribers: true),
         secretKey: String? = nil, requestTimeout: Duration = .seconds(30), ingestWait: Duration = .seconds(10),
         backlogLimit: Int? = ServerConfiguration.defaultBacklogLimit, backlogSampleInterval: Duration = .milliseconds(500),
-        logger: Logger = TestLogger.quiet,
+        consoleSessionSweepInterval: Duration = .seconds(300), logger: Logger = TestLogger.quiet,
         database: TestDatabase? = nil, _ body: @Sendable (LiveServer) async throws -> Void
     ) async throws {
         // A given database outlives this server, as across a restart.
@@ -48,7 +48,7 @@ struct LiveServer: Sendable {
                 ingestSecrets: ingestSecrets.map(Secret.init), adminToken: Secret(adminToken),
                 secretKey: secretKey.map(Secret.init), migrateAtStart: migrate, role: role, echo: echo, delivery: delivery,
                 requestTimeout: requestTimeout, ingestWait: ingestWait, backlogLimit: backlogLimit,
-                backlogSampleInterval: backlogSampleInterval
+                backlogSampleInterval: backlogSampleInterval, consoleSessionSweepInterval: consoleSessionSweepInterval
             )
             let app = try await EchoRelayServer.makeApplication(configuration, logger: logger)
             try await app.test(.live) { client in

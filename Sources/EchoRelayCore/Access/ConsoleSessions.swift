@@ -29,4 +29,7 @@ public protocol ConsoleSessionStore: Sendable {
 
     /// Ends the session (signing out). Nothing happens for an unknown key.
     func deleteConsoleSession(keyHash: [UInt8]) async throws
+
+    /// Deletes every session that has expired; returns how many.
+    func removeExpiredConsoleSessions() async throws -> Int
 }

@@ -443,6 +443,21 @@ import TestSupport
         }
     }
 
+    @Test(arguments: StoreKind.all)
+    func expiredConsoleSessionsAreRemovedAndLiveOnesKept(kind: StoreKind) async throws {
+        try await StoreHarness.withStore(kind) { store in
+            let later = Date(timeIntervalSince1970: (Date().timeIntervalSince1970 + 3600).rounded())
+            let live = ConsoleSession(principal: .environmentAdmin, formToken: "form-live", expiresAt: later)
+            try await store.createConsoleSession(keyHash: Array(repeating: 5, count: 32), live)
+            // Made after the live one: creating a session removes those expired before it.
+            try await store.createConsoleSession(keyHash: Array(repeating: 6, count: 32),
+                                                 ConsoleSession(principal: .environmentAdmin, formToken: "old", expiresAt: Date().addingTimeInterval(-1)))
+            #expect(try await store.removeExpiredConsoleSessions() == 1)
+            #expect(try await store.removeExpiredConsoleSessions() == 0, "removed, not only counted")
+            #expect(try await store.consoleSession(keyHash: Array(repeating: 5, count: 32)) == live)
+        }
+    }
+
     // MARK: Replays
 
     @Test(arguments: StoreKind.all)
