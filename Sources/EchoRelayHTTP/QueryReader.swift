@@ -75,6 +75,16 @@ struct QueryReader {
         return number
     }
 
+    /// A cursor of another form than a number, read by `parse`.
+    mutating func cursor<Cursor>(_ name: String, _ parse: (String) -> Cursor?) -> Cursor? {
+        guard let text = parameters.get(name) else { return nil }
+        guard let cursor = parse(text) else {
+            problems.append(.init(field: name, reason: "is not a cursor this server gave"))
+            return nil
+        }
+        return cursor
+    }
+
     mutating func checkRange(since: Date?, until: Date?) {
         if let since, let until, since >= until {
             problems.append(.init(field: "until", reason: "must be later than since"))

@@ -16,6 +16,7 @@ struct SupportController<Context: RequestContext>: Sendable {
 
     func addRoutes(to router: Router<Context>) {
         router.get("/v1/users/{user_id}/events", use: timeline)
+        router.get("/v1/events", use: recentEvents)
         router.post("/v1/events/{id}/replay", use: replay)
         router.post("/v1/events/{id}/reverify", use: reverify)
     }
@@ -40,6 +41,32 @@ struct SupportController<Context: RequestContext>: Sendable {
             return try await store.timeline(query)
         }
         return try JSONResponse.make(PageView("events", page, cursor: { String($0.event.sequence) }, view: TimelineEventView.init))
+    }
+
+    /// Events of every user, newest received first, by type, status, reason, subscription
+    /// and time received.
+    @Sendable func recentEvents(_ request: Request, context: Context) async throws -> Response {
+        try await authorizer.require(request, roles: .staff)
+        var reader = QueryReader(request)
+        var query = RecentEventsQuery()
+        query.types = reader.list("type", expected: "an event type (\(EventType.allCases.map(\.rawValue).joined(separator: ", ")))",
+                                  EventType.init(rawValue:))
+        query.statuses = reader.list("status", expected: "an event status (\(EventStatus.allCases.map(\.rawValue).joined(separator: ", ")))",
+                                     EventStatus.init(rawValue:))
+        query.reasons = reader.list("reason", expected: "a reason code such as unknown_token or provider_unavailable",
+                                    VerificationReason.init(rawValue:))
+        query.subscriptionID = reader.string("subscription_id")
+        query.since = reader.time("since")
+        query.until = reader.time("until")
+        reader.checkRange(since: query.since, until: query.until)
+        query.before = reader.cursor("cursor", RecentEventsCursor.init(text:))
+        let limit = reader.limit()
+        try reader.finish()
+        let page = try await PageCut.fetch(limit: limit) { rows in
+            query.limit = rows
+            return try await store.recentEvents(query)
+        }
+        return try JSONResponse.make(PageView("events", page, cursor: { RecentEventsCursor(after: $0.event).text }, view: TimelineEventView.init))
     }
 
     @Sendable func replay(_ request: Request, context: Context) async throws -> Response {

@@ -3,13 +3,9 @@ import Foundation
 
 extension SQLiteEventStore {
     public func timeline(_ query: TimelineQuery) async throws -> [TimelineEntry] {
-        let decoder = JSONDecoder()
-        return try await session.read { db in
+        try await session.read { db in
             try await db.rows("""
-                SELECT e.id, e.type, e.sequence, e.occurred_at, e.received_at, e.status, e.status_reason,
-                       e.decided_at, e.verified_at,
-                       count(d.id) FILTER (WHERE d.replay_id IS NOT NULL),
-                       json_group_array(json_array(d.subscription_id, d.status)) FILTER (WHERE d.id IS NOT NULL AND d.replay_id IS NULL)
+                SELECT \(Self.entryColumns)
                 FROM events e LEFT JOIN deliveries d ON d.event_id = e.id
                 WHERE e.user_id = ?1
                   AND (?2 IS NULL OR e.type IN (SELECT value FROM json_each(?2)))
@@ -22,27 +18,63 @@ extension SQLiteEventStore {
                 LIMIT ?7
                 """, [query.userID, query.types.map { JSONText($0.map(\.rawValue)) },
                       query.statuses.map { JSONText($0.map(\.rawValue)) }, query.since, query.until, query.beforeSequence,
-                      query.limit]).map { row in
-                let id = try row.string(0)
-                guard let type = EventType(rawValue: try row.string(1)), let status = EventStatus(rawValue: try row.string(5)) else {
-                    throw StoreError.unexpected("event \(id) has an unknown type or status")
-                }
-                let event = StoredEvent(
-                    id: id, type: type, userID: query.userID, sequence: try row.int64(2), occurredAt: try row.date(3),
-                    receivedAt: try row.date(4), status: status,
-                    reason: try row.optionalString(6).flatMap(VerificationReason.init(rawValue:)),
-                    decidedAt: try row.optionalDate(7), verifiedAt: try row.optionalDate(8)
-                )
-                let pairs = try decoder.decode([[String]].self, from: Data(try row.string(10).utf8))
-                let bySubscription = try pairs.map { pair in
-                    guard pair.count == 2, let status = DeliveryStatus(rawValue: pair[1]) else {
-                        throw StoreError.unexpected("a delivery of event \(id) has an unknown status")
-                    }
-                    return SubscriptionDeliveryState(subscriptionID: pair[0], status: status)
-                }.sorted { $0.subscriptionID < $1.subscriptionID }
-                return TimelineEntry(event: event, deliveries: DeliverySummary(bySubscription: bySubscription, replays: try row.int(9)))
-            }
+                      query.limit]).map(Self.entry)
         }
+    }
+
+    public func recentEvents(_ query: RecentEventsQuery) async throws -> [TimelineEntry] {
+        try await session.read { db in
+            // The page is cut from one index read backwards (005_sqlite_recent_events.sql)
+            // before the deliveries are joined.
+            try await db.rows("""
+                SELECT \(Self.entryColumns)
+                FROM (SELECT * FROM events e
+                      WHERE (?1 IS NULL OR e.type IN (SELECT value FROM json_each(?1)))
+                        AND (?2 IS NULL OR e.status IN (SELECT value FROM json_each(?2)))
+                        AND (?3 IS NULL OR e.status_reason IN (SELECT value FROM json_each(?3)))
+                        AND (?4 IS NULL OR e.received_at >= ?4)
+                        AND (?5 IS NULL OR e.received_at < ?5)
+                        AND (?6 IS NULL OR EXISTS (SELECT 1 FROM deliveries s
+                                                   WHERE s.event_id = e.id AND s.subscription_id = ?6 AND s.replay_id IS NULL))
+                        AND (?7 IS NULL OR (e.received_at, e.id) < (?7, ?8))
+                      ORDER BY e.received_at DESC, e.id DESC
+                      LIMIT ?9) e
+                LEFT JOIN deliveries d ON d.event_id = e.id
+                GROUP BY e.id
+                ORDER BY e.received_at DESC, e.id DESC
+                """, [query.types.map { JSONText($0.map(\.rawValue)) }, query.statuses.map { JSONText($0.map(\.rawValue)) },
+                      query.reasons.map { JSONText($0.map(\.rawValue)) }, query.since, query.until, query.subscriptionID,
+                      query.before?.receivedAtMicroseconds, query.before?.eventID, query.limit]).map(Self.entry)
+        }
+    }
+
+    /// An event `e` with its deliveries `d` grouped: what `entry` reads.
+    private static let entryColumns = """
+        e.id, e.user_id, e.type, e.sequence, e.occurred_at, e.received_at, e.status, e.status_reason,
+        e.decided_at, e.verified_at,
+        count(d.id) FILTER (WHERE d.replay_id IS NOT NULL),
+        json_group_array(json_array(d.subscription_id, d.status)) FILTER (WHERE d.id IS NOT NULL AND d.replay_id IS NULL)
+        """
+
+    private static func entry(_ row: Row) throws -> TimelineEntry {
+        let id = try row.string(0)
+        guard let type = EventType(rawValue: try row.string(2)), let status = EventStatus(rawValue: try row.string(6)) else {
+            throw StoreError.unexpected("event \(id) has an unknown type or status")
+        }
+        let event = StoredEvent(
+            id: id, type: type, userID: try row.string(1), sequence: try row.int64(3), occurredAt: try row.date(4),
+            receivedAt: try row.date(5), status: status,
+            reason: try row.optionalString(7).flatMap(VerificationReason.init(rawValue:)),
+            decidedAt: try row.optionalDate(8), verifiedAt: try row.optionalDate(9)
+        )
+        let pairs = try JSONDecoder().decode([[String]].self, from: Data(try row.string(11).utf8))
+        let bySubscription = try pairs.map { pair in
+            guard pair.count == 2, let status = DeliveryStatus(rawValue: pair[1]) else {
+                throw StoreError.unexpected("a delivery of event \(id) has an unknown status")
+            }
+            return SubscriptionDeliveryState(subscriptionID: pair[0], status: status)
+        }.sorted { $0.subscriptionID < $1.subscriptionID }
+        return TimelineEntry(event: event, deliveries: DeliverySummary(bySubscription: bySubscription, replays: try row.int(10)))
     }
 
     public func deadLetters(_ filter: DeadLetterFilter, beforeID: Int64?, limit: Int) async throws -> [DeadLetter] {

@@ -223,6 +223,13 @@ import TestSupport
         #expect(try await log.send(.GET, "/v1/users/\(userID)/events?type=token.rotated,phone.changed&status=verified&since=2020-01-01T00:00:00Z",
                                    token: support).status == 200)
         #expect(try await log.send(.GET, "/v1/users/\(userID)/events?since=yesterday", token: admin, validate: false).status == 400)
+        // Every user's events.
+        let recent = try #require(try await log.send(.GET, "/v1/events?limit=1", token: support).json)
+        let recentCursor = try #require(recent["next_cursor"] as? String)
+        #expect(try await log.send(.GET, "/v1/events?limit=1&cursor=\(recentCursor)", token: admin).status == 200)
+        #expect(try await log.send(.GET, "/v1/events?type=token.rotated&status=verified&reason=provider_confirmed&since=2020-01-01T00:00:00Z",
+                                   token: admin).status == 200)
+        #expect(try await log.send(.GET, "/v1/events?reason=lost", token: admin, validate: false).status == 400)
 
         // Replays of one event, re-verification.
         let replayed = try #require(try await log.send(.POST, "/v1/events/\(rotatedID)/replay", token: support,

@@ -1,0 +1,11 @@
+-- 009: support's list of events across users (GET /v1/events), newest received first.
+-- Every such list reads one of these two indexes backwards from its cursor and stops after a
+-- page, however many events are stored:
+--   events_received   all events, for a list by time, type, reason or subscription;
+--   events_exceptions the events that were not verified (pending, rejected, unverifiable),
+--                     few beside the verified, for "what was rejected", "what is stuck".
+-- (Built inside the migration's transaction: on a large events table, apply it with
+-- `echorelay migrate` in a quiet moment.)
+CREATE INDEX events_received ON events (received_at, id);
+CREATE INDEX events_exceptions ON events (status, received_at, id)
+    WHERE status IN ('pending', 'rejected', 'unverifiable');
