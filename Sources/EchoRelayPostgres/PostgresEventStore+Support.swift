@@ -46,22 +46,33 @@ extension PostgresEventStore: TimelineStore {
     /// deliveries are joined. A filter left out is a NULL the planner folds away: the
     /// statement is planned with its values. RecentEventsPlanTests shows the plans.
     static let recentEventsSQL = """
-        SELECT \(entryColumns)
+        SELECT e.id, e.user_id, e.type, e.sequence, e.occurred_at, e.received_at, e.status, e.status_reason,
+               e.decided_at, e.verified_at, replayed.replays, originals.subscriptions, originals.statuses
         FROM (SELECT * FROM events e
               WHERE ($1::text[] IS NULL OR e.type = ANY ($1::text[]))
                 AND ($2::text[] IS NULL OR e.status = ANY ($2::text[]))
                 AND ($3::text[] IS NULL OR e.status_reason = ANY ($3::text[]))
                 AND ($4::timestamptz IS NULL OR e.received_at >= $4)
                 AND ($5::timestamptz IS NULL OR e.received_at < $5)
-                AND ($6::text IS NULL OR EXISTS (SELECT 1 FROM deliveries s
-                                                 WHERE s.event_id = e.id AND s.subscription_id = $6 AND s.replay_id IS NULL))
+                -- A probe per event by key (an EXISTS the planner may hash would read every
+                -- delivery of the subscription).
+                AND ($6::text IS NULL OR (SELECT 1 FROM deliveries s
+                                          WHERE s.event_id = e.id AND s.subscription_id = $6 AND s.replay_id IS NULL) IS NOT NULL)
                 AND ($7::bigint IS NULL
                      OR (e.received_at, e.id) < (timestamptz 'epoch' + $7 * interval '1 microsecond', $8::text))
               ORDER BY e.received_at DESC, e.id DESC
               LIMIT $9) e
-        LEFT JOIN deliveries d ON d.event_id = e.id
-        GROUP BY e.id, e.user_id, e.type, e.sequence, e.occurred_at, e.received_at, e.status, e.status_reason,
-                 e.decided_at, e.verified_at
+        -- Each event of the page finds its deliveries by key, through the two unique indexes
+        -- (originals, replays): no index has the event alone, and a join the planner may hash
+        -- would read every delivery.
+        CROSS JOIN LATERAL (
+            SELECT coalesce(array_agg(o.subscription_id ORDER BY o.subscription_id), '{}') AS subscriptions,
+                   coalesce(array_agg(o.status ORDER BY o.subscription_id), '{}') AS statuses
+            FROM deliveries o WHERE o.event_id = e.id AND o.replay_id IS NULL
+        ) originals
+        CROSS JOIN LATERAL (
+            SELECT count(*)::integer AS replays FROM deliveries r WHERE r.event_id = e.id AND r.replay_id IS NOT NULL
+        ) replayed
         ORDER BY e.received_at DESC, e.id DESC
         """
 
