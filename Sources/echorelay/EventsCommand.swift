@@ -8,7 +8,7 @@ import Foundation
 struct EventsCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "events",
-        abstract: "List a user's events, show one with its deliveries, re-verify an unverifiable one (a client of the API).",
+        abstract: "List a user's events or every user's, show one with its deliveries, re-verify an unverifiable one (a client of the API).",
         discussion: """
             Needs a token with the support or admin role in ECHORELAY_TOKEN, and the server in \
             ECHORELAY_URL (default http://127.0.0.1:8080).
@@ -20,17 +20,22 @@ struct EventsCommand: AsyncParsableCommand {
 
     struct List: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "List a user's events, newest first.",
+            abstract: "List a user's events, or every user's, newest first.",
             discussion: """
-                Example:
+                With --user, that user's timeline (newest sequence first); without it, the events \
+                of every user, newest received first.
+
+                Examples:
                   echorelay events list --user 4815162342 --type phone.changed --since 7d
+                  echorelay events list --type account.deactivated --status rejected --since 1h
+                  echorelay events list --status unverifiable
 
                 \(ClientHelp.exitStatus)
                 """
         )
 
-        @Option(help: ArgumentHelp("The user whose events to list.", valueName: "user-id"))
-        var user: String
+        @Option(help: ArgumentHelp("The user whose events to list; without it, every user's.", valueName: "user-id"))
+        var user: String?
 
         @Option(help: ArgumentHelp("Only events of this type: token.rotated, phone.changed or account.deactivated. Repeatable.", valueName: "type"))
         var type: [String] = []
@@ -38,19 +43,39 @@ struct EventsCommand: AsyncParsableCommand {
         @Option(help: ArgumentHelp("Only events with this status: pending, verified, rejected or unverifiable. Repeatable.", valueName: "status"))
         var status: [String] = []
 
+        @Option(help: ArgumentHelp("Only events decided for this reason, such as unknown_token. Repeatable. Not with --user.", valueName: "reason"))
+        var reason: [String] = []
+
+        @Option(help: ArgumentHelp("Only events with a delivery to this subscription. Not with --user.", valueName: "sub_…"))
+        var subscription: String?
+
         @OptionGroup var paging: PageOptions
 
         @OptionGroup var client: ClientOptions
+
+        func validate() throws {
+            if user != nil, !reason.isEmpty || subscription != nil {
+                throw ValidationError("--reason and --subscription filter every user's events; leave out --user, or them")
+            }
+        }
+
         func run() async throws {
             try await client.run { api in
                 var query: [(String, String)] = []
                 if !type.isEmpty { query.append(("type", type.joined(separator: ","))) }
                 if !status.isEmpty { query.append(("status", status.joined(separator: ","))) }
-                let pages = try await paging.fetch(api, ["v1", "users", user, "events"], filters: query)
+                if !reason.isEmpty { query.append(("reason", reason.joined(separator: ","))) }
+                if let subscription { query.append(("subscription_id", subscription)) }
+                let path = user.map { ["v1", "users", $0, "events"] } ?? ["v1", "events"]
+                let pages = try await paging.fetch(api, path, filters: query)
                 if client.json { return printJSON(try pages.json(listKey: "events")) }
 
                 let events = try pages.items(EventPage.self, \.events)
-                print(events.isEmpty ? "no events for user \(user) match" : Self.table(events))
+                if let user {
+                    print(events.isEmpty ? "no events for user \(user) match" : Self.table(events))
+                } else {
+                    print(events.isEmpty ? "no events match" : Self.everyUserTable(events))
+                }
                 pages.hintMore("events")
             }
         }
@@ -62,6 +87,17 @@ struct EventsCommand: AsyncParsableCommand {
                     [String(event.sequence), event.id, event.type,
                      event.status + (event.reason.map { " (\($0))" } ?? ""),
                      TextOutput.time(event.receivedAt), event.deliveries?.summary ?? "-"]
+                }
+            )
+        }
+
+        /// Every user's events: the user and the sequence in their own columns.
+        static func everyUserTable(_ events: [EventSummary]) -> String {
+            TextOutput.table(
+                ["RECEIVED", "USER", "SEQ", "ID", "TYPE", "STATUS", "DELIVERIES"],
+                events.map { event in
+                    [TextOutput.time(event.receivedAt), event.userID ?? "-", String(event.sequence), event.id, event.type,
+                     event.status + (event.reason.map { " (\($0))" } ?? ""), event.deliveries?.summary ?? "-"]
                 }
             )
         }
@@ -127,7 +163,7 @@ struct EventsCommand: AsyncParsableCommand {
 
 // MARK: - Answers
 
-/// `GET /v1/users/{user_id}/events`.
+/// `GET /v1/users/{user_id}/events` and `GET /v1/events`.
 struct EventPage: Decodable {
     let events: [EventSummary]
 }
@@ -136,6 +172,7 @@ struct EventPage: Decodable {
 struct EventSummary: Decodable {
     let id: String
     let type: String
+    let userID: String?
     let sequence: Int64
     let status: String
     let reason: String?
@@ -144,6 +181,7 @@ struct EventSummary: Decodable {
 
     enum CodingKeys: String, CodingKey {
         case id, type, sequence, status, reason, deliveries
+        case userID = "user_id"
         case receivedAt = "received_at"
     }
 }

@@ -76,6 +76,23 @@ import TestSupport
             let nobody = try await Self.cli(["events", "list", "--user", "nobody"], server)
             #expect(nobody.status == 0)
             #expect(nobody.stdout.contains("no events"))
+
+            // Without --user: every user's events, newest received first, paged the same way.
+            let everyone = try await Self.cli(["events", "list"], server, token: support.token)
+            #expect(everyone.status == 0, "\(everyone.stderr)")
+            let rows = everyone.stdout.split(separator: "\n").map(String.init)
+            #expect(rows.first?.hasPrefix("RECEIVED") == true && rows.first?.contains("USER") == true, "\(everyone.stdout)")
+            #expect(rows.dropFirst().map { $0.contains("evt_b1") ? "b1" : $0.contains("evt_a2") ? "a2" : "a1" } == ["b1", "a2", "a1"])
+            #expect(rows[1].contains("u-200"))
+            let everyPage = try await Self.cli(["events", "list", "--limit", "2", "--all", "--json"], server)
+            #expect(try #require(Self.object(everyPage)["events"] as? [[String: Any]]).map { $0["id"] as? String } == ["evt_b1", "evt_a2", "evt_a1"])
+            let phones = try await Self.cli(["events", "list", "--type", "phone.changed", "--status", "pending", "--json"], server)
+            #expect(try #require(Self.object(phones)["events"] as? [[String: Any]]).map { $0["user_id"] as? String } == ["u-100"])
+            let none = try await Self.cli(["events", "list", "--reason", "unknown_token"], server)
+            #expect(none.status == 0 && none.stdout.contains("no events match"), "\(none.stdout)")
+            let both = try await Self.cli(["events", "list", "--user", "u-100", "--reason", "unknown_token"], server)
+            #expect(both.status == 64, "a usage error, caught before any request")
+            #expect(both.stderr.contains("--reason and --subscription filter every user's events"), "\(both.stderr)")
         }
     }
 
