@@ -8,14 +8,22 @@ import NIOCore
 struct QueryReader {
     private let parameters: Parameters
     private var problems: [FieldProblem] = []
+    /// A console form sends its empty fields: there an empty value means no filter.
+    private let emptyIsAbsent: Bool
 
-    init(_ request: Request) {
+    init(_ request: Request, emptyIsAbsent: Bool = false) {
         self.parameters = request.uri.queryParameters
+        self.emptyIsAbsent = emptyIsAbsent
+    }
+
+    private func get(_ name: String) -> String? {
+        guard let text = parameters.get(name), !(emptyIsAbsent && text.isEmpty) else { return nil }
+        return text
     }
 
     /// A non-empty text value.
     mutating func string(_ name: String) -> String? {
-        guard let text = parameters.get(name) else { return nil }
+        guard let text = get(name) else { return nil }
         guard !text.isEmpty else {
             problems.append(.init(field: name, reason: "must not be empty"))
             return nil
@@ -30,6 +38,7 @@ struct QueryReader {
     /// A list given as `name=a,b` or `name=a&name=b`, each value read by `parse`.
     mutating func list<Value>(_ name: String, expected: String, _ parse: (String) -> Value?) -> [Value]? {
         let texts = parameters.getAll(name).flatMap { $0.split(separator: ",").map(String.init) }
+            .filter { !(emptyIsAbsent && $0.isEmpty) }
         guard !texts.isEmpty else { return nil }
         var values: [Value] = []
         for text in texts {
@@ -57,7 +66,7 @@ struct QueryReader {
 
     /// `limit`: 1 to 100, default 50.
     mutating func limit() -> Int {
-        guard let text = parameters.get("limit") else { return 50 }
+        guard let text = get("limit") else { return 50 }
         guard let number = Int(text), (1...100).contains(number) else {
             problems.append(.init(field: "limit", reason: "must be a whole number from 1 to 100"))
             return 50
@@ -67,7 +76,7 @@ struct QueryReader {
 
     /// `cursor`: the `next_cursor` of the previous page, a positive whole number.
     mutating func cursor() -> Int64? {
-        guard let text = parameters.get("cursor") else { return nil }
+        guard let text = get("cursor") else { return nil }
         guard let number = Int64(text), number > 0 else {
             problems.append(.init(field: "cursor", reason: "is not a cursor this server gave"))
             return nil
@@ -77,7 +86,7 @@ struct QueryReader {
 
     /// A cursor of another form than a number, read by `parse`.
     mutating func cursor<Cursor>(_ name: String, _ parse: (String) -> Cursor?) -> Cursor? {
-        guard let text = parameters.get(name) else { return nil }
+        guard let text = get(name) else { return nil }
         guard let cursor = parse(text) else {
             problems.append(.init(field: name, reason: "is not a cursor this server gave"))
             return nil

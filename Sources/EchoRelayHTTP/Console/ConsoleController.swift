@@ -31,6 +31,7 @@ struct ConsoleController<Context: RequestContext>: Sendable {
         router.get("/console", use: home)
         router.get("/console/users", use: findUser)
         router.get("/console/users/{user_id}", use: user)
+        router.get("/console/events", use: recentEvents)
         router.get("/console/events/{id}", use: event)
         router.post("/console/events/{id}/replay", use: replayEvent)
         router.get("/console/replays/new", use: bulkReplayForm)
@@ -234,6 +235,40 @@ struct ConsoleController<Context: RequestContext>: Sendable {
                 bulkReplay: "/console/replays/new?" + ConsolePath.query([("user_id", userID)])
             )
             return signed.page("user", title: "User \(userID)", page)
+        }
+    }
+
+    /// Every user's events, newest received first, with the filters of `GET /v1/events`.
+    @Sendable func recentEvents(_ request: Request, context: Context) async throws -> Response {
+        await signedIn(request, context: context) { signed in
+            var reader = QueryReader(request, emptyIsAbsent: true)
+            var query = RecentEventsQuery()
+            query.types = reader.list("type", expected: "an event type", EventType.init(rawValue:))
+            query.statuses = reader.list("status", expected: "an event status", EventStatus.init(rawValue:))
+            query.reasons = reader.list("reason", expected: "a reason code", VerificationReason.init(rawValue:))
+            query.subscriptionID = reader.string("subscription_id")
+            query.since = reader.time("since")
+            query.until = reader.time("until")
+            reader.checkRange(since: query.since, until: query.until)
+            query.before = reader.cursor("cursor", RecentEventsCursor.init(text:))
+            let limit = reader.limit()
+            try reader.finish()
+            let entries = try await PageCut.fetch(limit: limit) { rows in
+                query.limit = rows
+                return try await store.recentEvents(query)
+            }
+            let parameters = request.uri.queryParameters
+            let now = now()
+            let filters: [(String, String?)] = ["type", "status", "reason", "subscription_id", "since", "until"].map { name in
+                (name, parameters.get(name).flatMap { $0.isEmpty ? nil : $0 })
+            }
+            let older = entries.cursorRow.map { last in
+                "/console/events?" + ConsolePath.query(filters + [("cursor", RecentEventsCursor(after: last.event).text)])
+            }
+            return signed.page("recent_events", title: "Recent events", RecentEventsPage(
+                query, since: parameters.get("since") ?? "", until: parameters.get("until") ?? "",
+                events: entries.shown.map { TimelineRow($0, now: now) }, older: older
+            ))
         }
     }
 

@@ -29,7 +29,7 @@ struct ConsoleRenderer: Sendable {
         ("confirm", PackageResources.confirm_mustache), ("bulk_replay", PackageResources.bulk_replay_mustache),
         ("replay", PackageResources.replay_mustache), ("dead_letters", PackageResources.dead_letters_mustache),
         ("subscriptions", PackageResources.subscriptions_mustache), ("audit", PackageResources.audit_mustache),
-        ("message", PackageResources.message_mustache),
+        ("message", PackageResources.message_mustache), ("recent_events", PackageResources.recent_events_mustache),
     ]
 
     static var styleSheet: [UInt8] { PackageResources.console_css }

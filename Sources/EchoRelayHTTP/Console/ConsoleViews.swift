@@ -55,6 +55,8 @@ struct TimelineRow {
 
     let id: String
     let link: String
+    let userID: String
+    let userLink: String
     let type: String
     let sequence: Int64
     let status: String
@@ -67,6 +69,8 @@ struct TimelineRow {
         let event = entry.event
         id = event.id
         link = ConsolePath.event(event.id)
+        userID = event.userID
+        userLink = ConsolePath.user(event.userID)
         type = event.type.rawValue
         sequence = event.sequence
         status = event.status.rawValue
@@ -74,6 +78,34 @@ struct TimelineRow {
         receivedAt = TimeView(event.receivedAt, now: now)
         deliveries = entry.deliveries.bySubscription.map { Delivery(subscriptionID: $0.subscriptionID, status: $0.status.rawValue) }
         replays = entry.deliveries.replays > 0 ? entry.deliveries.replays : nil
+    }
+}
+
+/// Every user's events, newest received first, with the filters as they were asked.
+struct RecentEventsPage {
+    struct Choice {
+        let name: String
+        let checked: Bool
+    }
+
+    let types: [Choice]
+    let statuses: [Choice]
+    let reasons: [Choice]
+    let subscriptionID: String
+    let since: String
+    let until: String
+    let events: [TimelineRow]
+    let older: String?
+
+    init(_ query: RecentEventsQuery, since: String, until: String, events: [TimelineRow], older: String?) {
+        types = EventType.allCases.map { Choice(name: $0.rawValue, checked: query.types?.contains($0) == true) }
+        statuses = EventStatus.allCases.map { Choice(name: $0.rawValue, checked: query.statuses?.contains($0) == true) }
+        reasons = VerificationReason.allCases.map { Choice(name: $0.rawValue, checked: query.reasons?.contains($0) == true) }
+        subscriptionID = query.subscriptionID ?? ""
+        self.since = since
+        self.until = until
+        self.events = events
+        self.older = older
     }
 }
 

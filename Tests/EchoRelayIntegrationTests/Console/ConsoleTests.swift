@@ -80,7 +80,11 @@ import Testing
                 try await support.signIn(token: try await SubscriptionsAPITests.token("support", "Sam", f.server))
 
                 let pages: [(String, [String])] = [
-                    ("/console", ["Find a user"]),
+                    ("/console", ["Find a user", #"href="/console/events""#]),
+                    ("/console/events", ["Recent events", eventID, "/console/users/u-pages", subscriptionID, "delivered"]),
+                    ("/console/events?type=phone.changed&status=verified&reason=provider_confirmed&subscription_id=\(subscriptionID)&since=&until=",
+                     [eventID, #"<option value="phone.changed" selected>"#, #"value="\#(subscriptionID)""#]),
+                    ("/console/events?status=rejected&type=&reason=", ["No events match"]),
                     ("/console/users?user_id=u-pages", []),
                     ("/console/users/u-pages", ["+15550001111", "phone.changed", eventID, subscriptionID, "delivered",
                                                 "/console/replays/new?user_id=u-pages"]),
@@ -100,6 +104,8 @@ import Testing
                 #expect(try await support.get("/console/events/evt_nope").status == 404)
                 #expect(try await support.get("/console/replays/rpl_nope").status == 404)
                 #expect(try await support.get("/console/users/u-pages?cursor=x").status == 400)
+                #expect(try await support.get("/console/events?since=yesterday").status == 400)
+                #expect(try await support.get("/console/events?cursor=12").status == 400)
                 #expect(try await support.get("/console/audit").status == 403, "the audit log is for admins")
 
                 let admin = ConsoleBrowser(port: f.server.http.port)
