@@ -144,15 +144,26 @@ extension PostgresEventStore: DeliveryStore {
         }
     }
 
+    /// An event's deliveries: originals and replays apart, each through its unique index (no
+    /// index has the event alone, and `event_id = $1` by itself reads the whole table).
+    static let eventDeliveriesSQL = """
+        SELECT id, subscription_id, webhook_id, status, created_at, finished_at,
+               CASE WHEN status = 'pending' THEN due_at END, replay_id
+        FROM deliveries WHERE event_id = $1 AND replay_id IS NULL
+        UNION ALL
+        SELECT id, subscription_id, webhook_id, status, created_at, finished_at,
+               CASE WHEN status = 'pending' THEN due_at END, replay_id
+        FROM deliveries WHERE event_id = $1 AND replay_id IS NOT NULL
+        ORDER BY id
+        """
+
     public func deliveries(eventID: String) async throws -> [DeliveryRecord] {
         do {
             var records: [Int64: DeliveryRecord] = [:]
             var order: [Int64] = []
-            let rows = try await client.query("""
-                SELECT id, subscription_id, webhook_id, status, created_at, finished_at,
-                       CASE WHEN status = 'pending' THEN due_at END, replay_id
-                FROM deliveries WHERE event_id = \(eventID) ORDER BY id
-                """, logger: logger)
+            var binds = PostgresBindings(capacity: 1)
+            try binds.append(eventID)
+            let rows = try await client.query(PostgresQuery(unsafeSQL: Self.eventDeliveriesSQL, binds: binds), logger: logger)
             for try await (id, subscriptionID, webhookID, status, createdAt, finishedAt, nextAt, replayID)
                 in rows.decode((Int64, String, String, String, Date, Date?, Date?, String?).self) {
                 records[id] = DeliveryRecord(
@@ -164,8 +175,7 @@ extension PostgresEventStore: DeliveryStore {
             }
             let attempts = try await client.query("""
                 SELECT a.delivery_id, a.started_at, a.duration_ms, a.status_code, a.error_kind, a.error, a.response_head
-                FROM delivery_attempts a JOIN deliveries d ON d.id = a.delivery_id
-                WHERE d.event_id = \(eventID) ORDER BY a.id
+                FROM delivery_attempts a WHERE a.delivery_id = ANY (\(order)) ORDER BY a.id
                 """, logger: logger)
             for try await (deliveryID, startedAt, milliseconds, statusCode, kind, error, head)
                 in attempts.decode((Int64, Date, Int, Int?, String?, String?, String?).self) {

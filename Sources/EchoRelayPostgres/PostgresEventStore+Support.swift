@@ -6,19 +6,15 @@ import PostgresNIO
 extension PostgresEventStore: TimelineStore {
     public func timeline(_ query: TimelineQuery) async throws -> [TimelineEntry] {
         do {
-            return try await Self.entries(client.query("""
-                SELECT \(unescaped: Self.entryColumns)
-                FROM events e LEFT JOIN deliveries d ON d.event_id = e.id
-                WHERE e.user_id = \(query.userID)
-                  AND (\(query.types?.map(\.rawValue))::text[] IS NULL OR e.type = ANY (\(query.types?.map(\.rawValue))::text[]))
-                  AND (\(query.statuses?.map(\.rawValue))::text[] IS NULL OR e.status = ANY (\(query.statuses?.map(\.rawValue))::text[]))
-                  AND (\(query.since)::timestamptz IS NULL OR e.received_at >= \(query.since))
-                  AND (\(query.until)::timestamptz IS NULL OR e.received_at < \(query.until))
-                  AND (\(query.beforeSequence)::bigint IS NULL OR e.sequence < \(query.beforeSequence))
-                GROUP BY e.id
-                ORDER BY e.sequence DESC
-                LIMIT \(query.limit)
-                """, logger: logger))
+            var binds = PostgresBindings(capacity: 7)
+            try binds.append(query.userID)
+            try binds.append(query.types?.map(\.rawValue))
+            try binds.append(query.statuses?.map(\.rawValue))
+            try binds.append(query.since)
+            try binds.append(query.until)
+            try binds.append(query.beforeSequence)
+            try binds.append(query.limit)
+            return try await Self.entries(client.query(PostgresQuery(unsafeSQL: Self.timelineSQL, binds: binds), logger: logger))
         } catch {
             throw StoreError.wrap(error)
         }
@@ -42,12 +38,29 @@ extension PostgresEventStore: TimelineStore {
         }
     }
 
-    /// The page is cut from one index read backwards (009_recent_events.sql) before the
-    /// deliveries are joined. A filter left out is a NULL the planner folds away: the
-    /// statement is planned with its values. RecentEventsPlanTests shows the plans.
+    // Both lists cut their page from the events first, then find each event's deliveries by
+    // key (`withDeliveries`). A filter left out is a NULL the planner folds away: the
+    // statements are planned with their values. SupportPlanTests shows the plans.
+
+    /// A user's events, highest sequence first.
+    static let timelineSQL = """
+        SELECT \(entryColumns)
+        FROM (SELECT * FROM events e
+              WHERE e.user_id = $1
+                AND ($2::text[] IS NULL OR e.type = ANY ($2::text[]))
+                AND ($3::text[] IS NULL OR e.status = ANY ($3::text[]))
+                AND ($4::timestamptz IS NULL OR e.received_at >= $4)
+                AND ($5::timestamptz IS NULL OR e.received_at < $5)
+                AND ($6::bigint IS NULL OR e.sequence < $6)
+              ORDER BY e.sequence DESC
+              LIMIT $7) e
+        \(withDeliveries)
+        ORDER BY e.sequence DESC
+        """
+
+    /// Every user's events, newest received first, read from 009_recent_events.sql's indexes.
     static let recentEventsSQL = """
-        SELECT e.id, e.user_id, e.type, e.sequence, e.occurred_at, e.received_at, e.status, e.status_reason,
-               e.decided_at, e.verified_at, replayed.replays, originals.subscriptions, originals.statuses
+        SELECT \(entryColumns)
         FROM (SELECT * FROM events e
               WHERE ($1::text[] IS NULL OR e.type = ANY ($1::text[]))
                 AND ($2::text[] IS NULL OR e.status = ANY ($2::text[]))
@@ -62,9 +75,20 @@ extension PostgresEventStore: TimelineStore {
                      OR (e.received_at, e.id) < (timestamptz 'epoch' + $7 * interval '1 microsecond', $8::text))
               ORDER BY e.received_at DESC, e.id DESC
               LIMIT $9) e
-        -- Each event of the page finds its deliveries by key, through the two unique indexes
-        -- (originals, replays): no index has the event alone, and a join the planner may hash
-        -- would read every delivery.
+        \(withDeliveries)
+        ORDER BY e.received_at DESC, e.id DESC
+        """
+
+    /// What `entries` reads of a page `e` and its deliveries.
+    static let entryColumns = """
+        e.id, e.user_id, e.type, e.sequence, e.occurred_at, e.received_at, e.status, e.status_reason,
+        e.decided_at, e.verified_at, replayed.replays, originals.subscriptions, originals.statuses
+        """
+
+    /// Each event of the page finds its deliveries by key, through the two unique indexes
+    /// (originals, replays): no index has the event alone, and a join the planner may hash
+    /// reads every delivery.
+    static let withDeliveries = """
         CROSS JOIN LATERAL (
             SELECT coalesce(array_agg(o.subscription_id ORDER BY o.subscription_id), '{}') AS subscriptions,
                    coalesce(array_agg(o.status ORDER BY o.subscription_id), '{}') AS statuses
@@ -73,16 +97,6 @@ extension PostgresEventStore: TimelineStore {
         CROSS JOIN LATERAL (
             SELECT count(*)::integer AS replays FROM deliveries r WHERE r.event_id = e.id AND r.replay_id IS NOT NULL
         ) replayed
-        ORDER BY e.received_at DESC, e.id DESC
-        """
-
-    /// An event `e` with its deliveries `d` grouped: what `entries` reads.
-    static let entryColumns = """
-        e.id, e.user_id, e.type, e.sequence, e.occurred_at, e.received_at, e.status, e.status_reason,
-        e.decided_at, e.verified_at,
-        count(d.id) FILTER (WHERE d.replay_id IS NOT NULL)::integer,
-        coalesce(array_agg(d.subscription_id ORDER BY d.subscription_id) FILTER (WHERE d.id IS NOT NULL AND d.replay_id IS NULL), '{}'),
-        coalesce(array_agg(d.status ORDER BY d.subscription_id) FILTER (WHERE d.id IS NOT NULL AND d.replay_id IS NULL), '{}')
         """
 
     private static func entries(_ rows: PostgresRowSequence) async throws -> [TimelineEntry] {
