@@ -379,6 +379,62 @@ import TestSupport
         (response.json?["errors"] as? [[String: Any]] ?? []).compactMap { $0["field"] as? String }
     }
 
+    // MARK: The webhooks EchoRelay sends
+
+    struct WebhookResult: Decodable {
+        let webhook: String?
+        let errors: [String]
+    }
+
+    /// `openapi-check webhooks` over deliveries: each delivery's headers and body.
+    static func validateWebhooks(_ deliveries: [(headers: [String: String], body: Data)]) throws -> [WebhookResult] {
+        let input = try JSONSerialization.data(withJSONObject: deliveries.map { ["headers": $0.headers, "body": $0.body.base64EncodedString()] })
+        let (status, output, errors) = try runOpenAPICheck(["webhooks", documentPath], input: input)
+        guard status == 0 else { throw TestSetupError("scripts/openapi-check webhooks failed (\(status)): \(errors)") }
+        return try JSONDecoder().decode([WebhookResult].self, from: output)
+    }
+
+    /// A subscriber can generate its types from the document: every delivery of every type,
+    /// a replay's included, matches its webhook's body and headers.
+    @Test func theWebhooksSectionDescribesRealDeliveriesOfEveryType() async throws {
+        try await EchoFixture.run { f in
+            try await StandInSubscriber().run { subscriber in
+                let subscription = try await f.subscribe(url: subscriber.url())
+                subscriber.setSecrets([try #require(subscription["secret"] as? String)])
+                f.provider.addAccount(userID: "u-hooks", phoneNumber: "+15550002222")
+                let session = f.provider.issueToken(for: "u-hooks")
+                let echo = try f.echo(token: session.token, tokenSecret: session.secret)
+                let rotated = try await f.outcome(of: try await f.push("token.rotated", userID: "u-hooks", echo: echo))
+                _ = try await f.outcome(of: try await f.push("phone.changed", userID: "u-hooks", phone: "+15550002222", echo: echo))
+                f.provider.expire(token: session.token)
+                let deactivated = try await f.outcome(of: try await f.push("account.deactivated", userID: "u-hooks", echo: echo))
+                #expect(deactivated["status"] as? String == "verified")
+                let replay = try await f.server.http.send(
+                    .POST, "/v1/events/\(try #require(rotated["id"] as? String))/replay",
+                    headers: [("Authorization", "Bearer \(LiveServer.adminToken)"), ("Content-Type", "application/json")],
+                    body: Array(#"{"reason": "webhooks check"}"#.utf8)
+                )
+                #expect(replay.status == 202)
+                let received = try await subscriber.waitForDeliveries(count: 4, within: .seconds(30))
+
+                let results = try Self.validateWebhooks(received.map { ($0.headers, $0.body) })
+                for (delivery, result) in zip(received, results) {
+                    #expect(result.errors.isEmpty, "\(delivery.bodyText): \(result.errors)")
+                }
+                #expect(Set(results.compactMap(\.webhook)) == ["token.rotated", "phone.changed", "account.deactivated"])
+                #expect(received.contains { $0.object?["replay"] != nil }, "a replay was among them")
+
+                // The check can fail: a body without its user, and a header missing.
+                var body = try #require(received.first?.object)
+                body["user_id"] = nil
+                let broken = try Self.validateWebhooks([(received[0].headers.filter { $0.key != "webhook-id" },
+                                                         Data(JSONValue.object(body).canonicalEncoding()))])
+                #expect(broken.first?.errors.contains { $0.contains("user_id") } == true, "\(broken)")
+                #expect(broken.first?.errors.contains("header webhook-id: missing") == true, "\(broken)")
+            }
+        }
+    }
+
     // MARK: Running scripts/openapi-check
 
     struct Document: Decodable {
