@@ -126,6 +126,7 @@ public enum EchoRelayServer {
         deliveryConfiguration.concurrency = configuration.delivery.concurrency
         deliveryConfiguration.perSubscriptionConcurrency = configuration.delivery.perSubscriptionConcurrency
         deliveryConfiguration.allowPrivateSubscribers = configuration.delivery.allowPrivateSubscribers
+        deliveryConfiguration.privateSubscribers = configuration.delivery.privateSubscribers
         deliveryConfiguration.siblingLinger = configuration.delivery.siblingLinger
         // Both workers run in the same processes: what this process verifies, it delivers.
         let handOffs = DeliveryWorker.inbox(owner: processID, configuration: deliveryConfiguration)
@@ -168,7 +169,8 @@ public enum EchoRelayServer {
             : []
         let router = buildRouter(servesAPI: configuration.role.servesAPI, HTTPDependencies(
             store: store,
-            subscriberURLPolicy: SubscriberURLPolicy(allowPrivate: configuration.delivery.allowPrivateSubscribers),
+            subscriberURLPolicy: SubscriberURLPolicy(allowPrivate: configuration.delivery.allowPrivateSubscribers,
+                                                     allowList: configuration.delivery.privateSubscribers),
             ingestSecrets: ingestSecrets, authorizer: BearerAuthorizer(adminToken: configuration.adminToken, tokens: store, logger: logger),
             requestTimeout: configuration.requestTimeout, metrics: metrics, metricsRegistry: metricsRegistry,
             backlog: backlog,

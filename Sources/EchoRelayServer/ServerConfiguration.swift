@@ -168,6 +168,8 @@ public struct DeliveryConfiguration: Sendable {
     public var disableAfter: Duration
     /// Allows loopback and private subscriber addresses, and plain http (local testing).
     public var allowPrivateSubscribers: Bool
+    /// Private hosts and ranges allowed over https (`ECHORELAY_PRIVATE_SUBSCRIBERS`).
+    public var privateSubscribers: PrivateSubscriberAllowList
     public var concurrency: Int
     public var perSubscriptionConcurrency: Int
     /// Replayed deliveries a bulk replay creates per second (`ECHORELAY_REPLAY_RATE`).
@@ -178,9 +180,11 @@ public struct DeliveryConfiguration: Sendable {
 
     public init(
         timeout: Duration = .seconds(15), retrySchedule: [Duration] = DeliveryRetryPolicy.defaultSchedule,
-        disableAfter: Duration = .seconds(5 * 86_400), allowPrivateSubscribers: Bool = false, concurrency: Int = 64,
+        disableAfter: Duration = .seconds(5 * 86_400), allowPrivateSubscribers: Bool = false,
+        privateSubscribers: PrivateSubscriberAllowList = .none, concurrency: Int = 64,
         perSubscriptionConcurrency: Int = 8, replayRate: Int = 50, siblingLinger: Duration = .milliseconds(20)
     ) {
+        self.privateSubscribers = privateSubscribers
         self.replayRate = replayRate
         self.siblingLinger = siblingLinger
         self.timeout = timeout

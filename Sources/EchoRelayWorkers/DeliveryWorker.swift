@@ -20,6 +20,8 @@ public struct DeliveryWorkerConfiguration: Sendable {
     public var perSubscriptionConcurrency = 8
     /// Allows private and loopback subscriber addresses, and plain http.
     public var allowPrivateSubscribers = false
+    /// Private hosts and ranges allowed over https all the same.
+    public var privateSubscribers = PrivateSubscriberAllowList.none
     /// How long a finished delivery's attempt waits for those of its event's other deliveries
     /// that went out with it, to be written in the same commit (`SiblingAttempts`).
     public var siblingLinger: Duration = .milliseconds(20)
@@ -43,7 +45,7 @@ public struct DeliveryWorker: Service, CustomStringConvertible {
     let bodies = BoundedCache<DeliveryBody, [UInt8]>(capacity: 256)
     /// Parsed signing keys by secret. A rotation makes a new secret, so an entry is never stale.
     let signingKeys = BoundedCache<Secret, WebhookSecret>(capacity: 256)
-    let addressChecks = AddressChecks(policy: SubscriberURLPolicy(allowPrivate: false))
+    let addressChecks: AddressChecks
     let summary = OutcomeSummary("webhooks sent", keys: ["deliveries.delivered", "deliveries.retried", "deliveries.dead"])
     /// Deliveries leased to this process as they were written, to send without a claim.
     let handOffs: DeliveryInbox
@@ -60,6 +62,7 @@ public struct DeliveryWorker: Service, CustomStringConvertible {
                 handOffs: DeliveryInbox? = nil, ready: Gate = Gate(open: true), metrics: RelayMetrics = RelayMetrics(),
                 logger: Logger) {
         self.handOffs = handOffs ?? Self.inbox(owner: owner, configuration: configuration)
+        self.addressChecks = AddressChecks(policy: SubscriberURLPolicy(allowPrivate: false, allowList: configuration.privateSubscribers))
         self.metrics = metrics
         self.store = store
         self.wake = wake

@@ -13,6 +13,16 @@ enum Setting {
         return value
     }
 
+    /// `ECHORELAY_PRIVATE_SUBSCRIBERS`: private hosts and ranges allowed over https.
+    static func privateSubscribers(_ flag: String?) throws -> PrivateSubscriberAllowList {
+        guard let text = value(flag, "ECHORELAY_PRIVATE_SUBSCRIBERS") else { return .none }
+        do throws(AllowListError) {
+            return try PrivateSubscriberAllowList(parsing: text)
+        } catch {
+            throw ConfigurationError(setting: "ECHORELAY_PRIVATE_SUBSCRIBERS", reason: error.reason)
+        }
+    }
+
     static func integer(_ flag: Int?, _ variable: String, default defaultValue: Int) throws -> Int {
         if let flag { return flag }
         guard let text = value(nil, variable) else { return defaultValue }

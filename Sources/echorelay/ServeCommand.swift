@@ -77,6 +77,9 @@ struct ServeCommand: AsyncParsableCommand {
     @Flag(help: "Allow subscriber URLs on loopback and private addresses, and plain http; for local testing only. (env: ECHORELAY_ALLOW_PRIVATE_SUBSCRIBERS=1)")
     var allowPrivateSubscribers = false
 
+    @Option(help: "Comma-separated private hosts, IP addresses and CIDR ranges that may receive deliveries over https, such as an internal service network (hooks.internal,10.20.0.0/16); every other private address stays refused. (env: ECHORELAY_PRIVATE_SUBSCRIBERS, default: none)")
+    var privateSubscribers: String?
+
     @Option(help: "Webhook deliveries in flight at once per process. (env: ECHORELAY_DELIVERY_CONCURRENCY, default: 64)")
     var deliveryConcurrency: Int?
 
@@ -129,6 +132,7 @@ struct ServeCommand: AsyncParsableCommand {
                 retrySchedule: try Setting.durations(retrySchedule, "ECHORELAY_RETRY_SCHEDULE", default: DeliveryRetryPolicy.defaultSchedule),
                 disableAfter: try Setting.duration(disableAfter, "ECHORELAY_DISABLE_AFTER", default: .seconds(5 * 86_400)),
                 allowPrivateSubscribers: allowPrivateSubscribers || Setting.value(nil, "ECHORELAY_ALLOW_PRIVATE_SUBSCRIBERS") == "1",
+                privateSubscribers: try Setting.privateSubscribers(privateSubscribers),
                 concurrency: try Setting.integer(deliveryConcurrency, "ECHORELAY_DELIVERY_CONCURRENCY", default: 64),
                 perSubscriptionConcurrency: try Setting.integer(subscriptionConcurrency, "ECHORELAY_SUBSCRIPTION_CONCURRENCY", default: 8),
                 replayRate: try Setting.integer(replayRate, "ECHORELAY_REPLAY_RATE", default: 50)

@@ -20,6 +20,17 @@ import Testing
         #expect(Set(addresses).count == addresses.count)
     }
 
+    /// A host on ECHORELAY_PRIVATE_SUBSCRIBERS is trusted wherever it resolves; a listed range
+    /// admits the addresses in it.
+    @Test func aListedPrivateHostOrRangeIsAllowedAtDelivery() async throws {
+        let byName = SubscriberURLPolicy(allowPrivate: false, allowList: try PrivateSubscriberAllowList(parsing: "localhost"))
+        #expect(try await !AddressResolver.check(host: "localhost", policy: byName).get().isEmpty)
+        let byRange = SubscriberURLPolicy(allowPrivate: false, allowList: try PrivateSubscriberAllowList(parsing: "127.0.0.0/8,::1"))
+        #expect(try await !AddressResolver.check(host: "127.0.0.1", policy: byRange).get().isEmpty)
+        let elsewhere = SubscriberURLPolicy(allowPrivate: false, allowList: try PrivateSubscriberAllowList(parsing: "10.0.0.0/8"))
+        #expect((try? await AddressResolver.check(host: "localhost", policy: elsewhere).get()) == nil, "loopback is not in 10.0.0.0/8")
+    }
+
     @Test(arguments: [
         ("127.0.0.1", "points to a loopback address (127.0.0.0/8)"),
         ("10.0.0.1", "points to a private address (10.0.0.0/8)"),

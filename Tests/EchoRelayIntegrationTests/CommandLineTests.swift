@@ -19,7 +19,8 @@ import Glibc
                      "ECHORELAY_ADMIN_TOKEN", "ECHORELAY_LOG_LEVEL", "ECHORELAY_ROLE", "ECHORELAY_CONSUMER_KEY",
                      "ECHORELAY_ECHO_ALLOWED_HOSTS", "ECHORELAY_ECHO_ALLOW_HTTP", "ECHORELAY_ECHO_TIMEOUT",
                      "ECHORELAY_ECHO_RETRY_SCHEDULE", "ECHORELAY_LEASE", "ECHORELAY_VERIFY_CONCURRENCY",
-                     "--secret-key", "ECHORELAY_SECRET_KEY", "reseal", "--backlog-limit", "ECHORELAY_BACKLOG_LIMIT"] {
+                     "--secret-key", "ECHORELAY_SECRET_KEY", "reseal", "--backlog-limit", "ECHORELAY_BACKLOG_LIMIT",
+                     "--private-subscribers", "ECHORELAY_PRIVATE_SUBSCRIBERS"] {
             #expect(result.stdout.contains(name), "serve --help does not mention \(name)")
         }
     }
@@ -95,6 +96,16 @@ import Glibc
             #expect(result.stderr.contains("ECHORELAY_BACKLOG_LIMIT: must be a whole number of events from 1 to 100000000, or off, got \"\(value)\""),
                     "\(result.stderr)")
         }
+    }
+
+    /// A bad entry of the private-subscriber allow-list stops `serve` with the setting named.
+    @Test func serveRefusesABadPrivateSubscriberEntryNamingTheSetting() async throws {
+        let result = try await ChildProcess.run(["serve", "--port", String(try freeLoopbackPort()), "--private-subscribers", "hooks.internal,10.20.0.1/16"], environment: [
+            "ECHORELAY_DATABASE_URL": "postgres://echorelay@127.0.0.1:1/none", "ECHORELAY_INGEST_SECRETS": LiveServer.ingestSecret,
+            "ECHORELAY_CONSUMER_KEY": "k", "ECHORELAY_ECHO_ALLOWED_HOSTS": "api.example.com",
+        ])
+        #expect(result.status != 0)
+        #expect(result.stderr.contains("ECHORELAY_PRIVATE_SUBSCRIBERS: \"10.20.0.1/16\" has bits set past its /16 prefix"), "\(result.stderr)")
     }
 
     @Test func serveRefusesABadDatabaseURLWithoutRepeatingIt() async throws {

@@ -67,6 +67,23 @@ import TestSupport
         }
     }
 
+    /// With ECHORELAY_PRIVATE_SUBSCRIBERS, the listed internal hosts and ranges may subscribe
+    /// over https; other private addresses, and plain http, are still refused.
+    @Test func theAllowListLetsAnInternalNetworkSubscribeOverHTTPSOnly() async throws {
+        let allowList = try PrivateSubscriberAllowList(parsing: "hooks.internal,10.20.0.0/16")
+        try await LiveServer.run(delivery: DeliveryConfiguration(privateSubscribers: allowList)) { server in
+            for url in ["https://hooks.internal/echorelay", "https://10.20.1.2/echorelay"] {
+                let created = try await Self.send(server, .POST, "/v1/subscriptions", body: ["url": url, "event_types": ["token.rotated"]])
+                #expect(created.status == 201, "\(url): \(created.text)")
+            }
+            for url in ["http://hooks.internal/echorelay", "https://10.21.1.2/", "https://other.internal/", "https://127.0.0.1/"] {
+                let refused = try await Self.send(server, .POST, "/v1/subscriptions", body: ["url": url, "event_types": ["token.rotated"]])
+                #expect(refused.status == 422, "\(url): \(refused.text)")
+            }
+            #expect(try await server.database.withClient { try await $0.count("subscriptions") } == 2)
+        }
+    }
+
     @Test func namesEveryBadField() async throws {
         try await LiveServer.run { server in
             let response = try await Self.send(server, .POST, "/v1/subscriptions", body: [

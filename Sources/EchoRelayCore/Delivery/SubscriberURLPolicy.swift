@@ -17,9 +17,12 @@ public struct SubscriberURLPolicy: Sendable {
     public static let maximumLength = 2048
 
     public let allowPrivate: Bool
+    /// Private hosts and ranges allowed over https (`ECHORELAY_PRIVATE_SUBSCRIBERS`).
+    public let allowList: PrivateSubscriberAllowList
 
-    public init(allowPrivate: Bool) {
+    public init(allowPrivate: Bool, allowList: PrivateSubscriberAllowList = .none) {
         self.allowPrivate = allowPrivate
+        self.allowList = allowList
     }
 
     /// Checks a subscription URL when it is created or changed. On success returns the
@@ -76,7 +79,7 @@ public struct SubscriberURLPolicy: Sendable {
     /// Why an address may not be connected to, naming the range; `nil` when it may.
     public func refusal(for address: IPAddress) -> SubscriberURLProblem? {
         if case .v6(let bytes) = address, bytes.count != 16 { return SubscriberURLProblem("is not a valid IPv6 address") }
-        guard !allowPrivate else { return nil }
+        guard !allowPrivate, !allowList.allows(address) else { return nil }
         return Self.refusedRange(address).map { SubscriberURLProblem("points to \($0)") }
     }
 
@@ -114,7 +117,7 @@ public struct SubscriberURLPolicy: Sendable {
         guard labels.allSatisfy({ $0.utf8.allSatisfy(Self.isHostNameByte) }) else {
             return fail("has an invalid host name (letters, digits, hyphens and dots only)")
         }
-        guard !allowPrivate else { return .success(host) }
+        guard !allowPrivate, !allowList.allows(host: host) else { return .success(host) }
 
         // Resolvers read 2130706433, 0x7f.1, 017700000001 and 127.1 as 127.0.0.1 (inet_aton),
         // and the WHATWG URL standard treats any host ending in a number as IPv4. Only the
