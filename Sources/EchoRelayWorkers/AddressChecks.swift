@@ -5,9 +5,8 @@ import EchoRelayCore
 /// allowed host is trusted for `allowedFor`; a refusal or a failure to resolve is kept for
 /// the shorter `refusedFor`, so that a host whose DNS recovers is tried again soon.
 ///
-/// Between check and use a gap remains: AsyncHTTPClient resolves the name again to connect,
-/// so the address connected to is not necessarily one that was checked. The cache widens that
-/// gap by at most `allowedFor`; closing it means connecting to the checked address.
+/// The webhook then connects to the first checked address (`WebhookClient`), not to whatever
+/// the name resolves to by then.
 public struct AddressChecks: Sendable {
     public typealias Check = Result<[IPAddress], SubscriberURLProblem>
 

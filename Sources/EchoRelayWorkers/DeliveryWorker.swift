@@ -174,12 +174,13 @@ public struct DeliveryWorker: Service, CustomStringConvertible {
         let clock = ContinuousClock()
         let start = clock.now
         let answer: WebhookClient.Answer
-        if let refusal = await addressRefusal(task.url) {
+        switch await checkedAddress(task.url) {
+        case .refused(let refusal):
             answer = refusal
-        } else {
+        case .send(to: let address):
             let content = DeliveryBody(task)
             let body = bodies.value(for: content) { content.bytes() }
-            answer = await client.post(url: task.url, headers: headers(for: task, body: body), body: body)
+            answer = await client.post(url: task.url, connectingTo: address, headers: headers(for: task, body: body), body: body)
         }
         inFlight.finished(task.subscriptionID)
         answered.insert(task.deliveryID)
@@ -258,18 +259,26 @@ public struct DeliveryWorker: Service, CustomStringConvertible {
     }
 
     /// Re-checks the subscriber's address before sending (DNS rebinding), at most every few
-    /// seconds per host (`AddressChecks`).
-    private func addressRefusal(_ url: String) async -> WebhookClient.Answer? {
-        guard !configuration.allowPrivateSubscribers else { return nil }
+    /// seconds per host (`AddressChecks`), and gives the checked address the webhook must
+    /// connect to (nil when nothing is checked: local testing with every address allowed).
+    private func checkedAddress(_ url: String) async -> AddressDecision {
+        guard !configuration.allowPrivateSubscribers else { return .send(to: nil) }
         guard let host = URLComponents(string: url)?.host else {
-            return .init(errorKind: .refusedAddress, error: "the subscription URL has no host")
+            return .refused(.init(errorKind: .refusedAddress, error: "the subscription URL has no host"))
         }
         switch await addressChecks.check(host: host) {
-        case .success: return nil
+        case .success(let addresses): return .send(to: addresses.first)
         case .failure(let problem):
             let kind: DeliveryErrorKind = problem.reason.contains("resolve") ? .dns : .refusedAddress
-            return .init(errorKind: kind, error: "the subscriber's address \(problem.reason)")
+            return .refused(.init(errorKind: kind, error: "the subscriber's address \(problem.reason)"))
         }
+    }
+
+    enum AddressDecision {
+        /// Send, connecting to this address (nil: as the name resolves).
+        case send(to: IPAddress?)
+        /// Record this answer instead of sending.
+        case refused(WebhookClient.Answer)
     }
 }
 

@@ -4,9 +4,16 @@ import Foundation
 import NIOCore
 import NIOHTTP1
 import NIOPosix
+import Synchronization
 
 /// Sends signed webhooks to subscribers: connect timeout 5 s, the whole exchange within the
 /// delivery timeout, no redirects followed, and the first 1 KiB of the answer kept.
+///
+/// A webhook to a checked address connects to exactly that address (DNS rebinding: a name
+/// that answered a public address to the check must not answer a private one to the
+/// connection), while the `Host` header and the TLS server name keep the name. AsyncHTTPClient
+/// pins a name to an address only per client (`dnsOverride`), so each host whose address was
+/// checked gets its own client, kept while the check keeps giving that address.
 final class WebhookClient: Sendable {
     static let responseHeadSize = 1024
 
@@ -20,21 +27,58 @@ final class WebhookClient: Sendable {
 
     private let http: HTTPClient
     private let timeout: Duration
+    /// Clients pinned to a checked address, by host name.
+    private let pinned = Mutex<[String: (address: IPAddress, client: HTTPClient)]>([:])
+    /// More hosts than this and the least recently pinned one's client is closed.
+    static let pinnedHosts = 256
 
     init(timeout: Duration) {
-        let configuration = HTTPClient.Configuration(
-            redirectConfiguration: .disallow,
-            timeout: .init(connect: .seconds(5), read: .init(timeout))
-        )
-        self.http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+        self.http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: Self.configuration(timeout: timeout))
         self.timeout = timeout
     }
 
-    func post(url: String, headers: [(String, String)], body: [UInt8]) async -> Answer {
+    private static func configuration(timeout: Duration, host: String? = nil, address: IPAddress? = nil) -> HTTPClient.Configuration {
+        var configuration = HTTPClient.Configuration(
+            redirectConfiguration: .disallow,
+            timeout: .init(connect: .seconds(5), read: .init(timeout))
+        )
+        if let host, let address { configuration.dnsOverride = [host: address.description] }
+        return configuration
+    }
+
+    /// The client that connects `host` to `address`; nil for a host not pinned (an address
+    /// literal, or no check made).
+    private func client(host: String, address: IPAddress) -> HTTPClient {
+        let (client, retired) = pinned.withLock { pinned -> (HTTPClient, HTTPClient?) in
+            if let known = pinned[host], known.address == address { return (known.client, nil) }
+            let client = HTTPClient(eventLoopGroupProvider: .singleton,
+                                    configuration: Self.configuration(timeout: timeout, host: host, address: address))
+            var retired = pinned.updateValue((address, client), forKey: host)?.client
+            if retired == nil, pinned.count > Self.pinnedHosts, let other = pinned.keys.first(where: { $0 != host }) {
+                retired = pinned.removeValue(forKey: other)?.client
+            }
+            return (client, retired)
+        }
+        if let retired {
+            // Webhooks still in flight on it finish first: none outlives the delivery timeout.
+            let grace = timeout + .seconds(1)
+            Task.detached { try? await Task.sleep(for: grace); try? await retired.shutdown() }
+        }
+        return client
+    }
+
+    /// Posts `body` to `url`; with `address`, connects to that address whatever the name
+    /// resolves to now.
+    func post(url: String, connectingTo address: IPAddress? = nil, headers: [(String, String)], body: [UInt8]) async -> Answer {
         do {
             var fields = HTTPHeaders()
             for (name, value) in headers { fields.add(name: name, value: value) }
             let request = try HTTPClient.Request(url: url, method: .POST, headers: fields, body: .bytes(body))
+            let http = if let address, let host = request.url.host, IPAddress.parse(host) == nil {
+                client(host: host, address: address)
+            } else {
+                self.http
+            }
             let response = try await BoundedExchange(http: http).send(request, keep: Self.responseHeadSize, timeout: timeout)
             let status = response.status
             return Answer(
@@ -76,5 +120,10 @@ final class WebhookClient: Sendable {
 
     func shutdown() async {
         try? await http.shutdown()
+        let clients = pinned.withLock { pinned in
+            defer { pinned.removeAll() }
+            return pinned.values.map(\.client)
+        }
+        for client in clients { try? await client.shutdown() }
     }
 }

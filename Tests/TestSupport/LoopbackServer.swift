@@ -7,8 +7,9 @@ import Synchronization
 /// which is given the port: the shared machinery of the stand-in provider and subscriber, and
 /// of the benchmark's stand-ins.
 public enum LoopbackServer {
+    /// `host` and `port` choose where it listens (another loopback address, a fixed port).
     public static func run<Result: Sendable>(
-        _ router: Router<BasicRequestContext>, logger: Logger = TestLogger.quiet,
+        _ router: Router<BasicRequestContext>, host: String = "127.0.0.1", port requested: Int = 0, logger: Logger = TestLogger.quiet,
         onStop: @escaping @Sendable () -> Void = {},
         _ body: (Int) async throws -> Result
     ) async throws -> Result {
@@ -16,7 +17,7 @@ public enum LoopbackServer {
         let port = Mutex(0)
         let app = Application(
             router: router,
-            configuration: .init(address: .hostname("127.0.0.1", port: 0)),
+            configuration: .init(address: .hostname(host, port: requested)),
             onServerRunning: { channel in
                 port.withLock { $0 = channel.localAddress?.port ?? 0 }
                 started.open()
