@@ -4,6 +4,7 @@ import Foundation
 import NIOCore
 import NIOHTTP1
 import NIOPosix
+import NIOSSL
 import Synchronization
 
 /// Sends signed webhooks to subscribers: connect timeout 5 s, the whole exchange within the
@@ -27,18 +28,23 @@ final class WebhookClient: Sendable {
 
     private let http: HTTPClient
     private let timeout: Duration
+    /// nil: the system's trust roots (tests pass their own CA).
+    private let tls: TLSConfiguration?
     /// Clients pinned to a checked address, by host name.
     private let pinned = Mutex<[String: (address: IPAddress, client: HTTPClient)]>([:])
     /// More hosts than this and the least recently pinned one's client is closed.
     static let pinnedHosts = 256
 
-    init(timeout: Duration) {
-        self.http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: Self.configuration(timeout: timeout))
+    init(timeout: Duration, tls: TLSConfiguration? = nil) {
+        self.http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: Self.configuration(timeout: timeout, tls: tls))
         self.timeout = timeout
+        self.tls = tls
     }
 
-    private static func configuration(timeout: Duration, host: String? = nil, address: IPAddress? = nil) -> HTTPClient.Configuration {
+    private static func configuration(timeout: Duration, tls: TLSConfiguration?, host: String? = nil,
+                                      address: IPAddress? = nil) -> HTTPClient.Configuration {
         var configuration = HTTPClient.Configuration(
+            tlsConfiguration: tls,
             redirectConfiguration: .disallow,
             timeout: .init(connect: .seconds(5), read: .init(timeout))
         )
@@ -52,7 +58,7 @@ final class WebhookClient: Sendable {
         let (client, retired) = pinned.withLock { pinned -> (HTTPClient, HTTPClient?) in
             if let known = pinned[host], known.address == address { return (known.client, nil) }
             let client = HTTPClient(eventLoopGroupProvider: .singleton,
-                                    configuration: Self.configuration(timeout: timeout, host: host, address: address))
+                                    configuration: Self.configuration(timeout: timeout, tls: tls, host: host, address: address))
             var retired = pinned.updateValue((address, client), forKey: host)?.client
             if retired == nil, pinned.count > Self.pinnedHosts, let other = pinned.keys.first(where: { $0 != host }) {
                 retired = pinned.removeValue(forKey: other)?.client

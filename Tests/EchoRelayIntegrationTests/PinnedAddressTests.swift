@@ -2,6 +2,7 @@ import EchoRelayCore
 @testable import EchoRelayWorkers
 import Foundation
 import Hummingbird
+import NIOSSL
 import Synchronization
 import Testing
 import TestSupport
@@ -52,5 +53,75 @@ import TestSupport
                 await client.shutdown()
             }
         }
+    }
+
+    /// A test CA and a certificate for `localhost` signed by it, made with the openssl tool.
+    static func certificates(in folder: URL) async throws {
+        let script = """
+            set -e
+            openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout ca.key -out ca.pem -days 2 \\
+                -subj "/CN=EchoRelay test CA" -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign
+            openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout server.key -out server.csr -subj "/CN=localhost"
+            printf 'subjectAltName=DNS:localhost\\nbasicConstraints=CA:FALSE\\nextendedKeyUsage=serverAuth\\n' > server.ext
+            openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out server.pem -days 2 -extfile server.ext
+            """
+        let run = try Spawned("/bin/bash", ["-c", script], workingDirectory: folder.path)
+        guard try await run.wait() == 0 else { throw TestSetupError("openssl failed: \(String(decoding: run.standardError, as: UTF8.self))") }
+    }
+
+    /// An https listener on 127.0.0.2 (Python's ssl), printing the Host and the TLS server
+    /// name of each POST.
+    static let httpsListener = """
+        import http.server, ssl, sys
+        port, certificate, key = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+        names = []
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):
+                self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                print(f"host={self.headers['Host']} sni={names[-1] if names else None}", flush=True)
+                self.send_response(204)
+                self.end_headers()
+            def log_message(self, *arguments):
+                pass
+        server = http.server.ThreadingHTTPServer(("127.0.0.2", port), Handler)
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(certificate, key)
+        context.sni_callback = lambda connection, name, context: names.append(name)
+        server.socket = context.wrap_socket(server.socket, server_side=True)
+        print("ready", flush=True)
+        server.serve_forever()
+        """
+
+    /// Over https the pinned webhook still checks the certificate against the name, and sends
+    /// the name as the TLS server name: connecting to 127.0.0.2 for `localhost` succeeds with a
+    /// certificate for `localhost`, where connecting to 127.0.0.2 by address fails it.
+    @Test func overHTTPSThePinnedWebhookVerifiesTheCertificateForTheName() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("pinned-tls-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try await Self.certificates(in: folder)
+        let port = try freeLoopbackPort()
+        let listener = try Spawned("/usr/bin/env", ["python3", "-c", Self.httpsListener, String(port),
+                                                     folder.appendingPathComponent("server.pem").path,
+                                                     folder.appendingPathComponent("server.key").path])
+        defer { listener.signal(SIGKILL) }
+        let deadline = ContinuousClock.now + .seconds(20)
+        while !String(decoding: listener.standardOutput, as: UTF8.self).contains("ready") {
+            guard listener.isRunning, ContinuousClock.now < deadline else {
+                throw TestSetupError("the https listener did not start: \(String(decoding: listener.standardError, as: UTF8.self))")
+            }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+
+        var tls = TLSConfiguration.makeClientConfiguration()
+        tls.trustRoots = .certificates(try NIOSSLCertificate.fromPEMFile(folder.appendingPathComponent("ca.pem").path))
+        let client = WebhookClient(timeout: .seconds(5), tls: tls)
+        let pinned = await client.post(url: "https://localhost:\(port)/hook", connectingTo: .v4(0x7F00_0002), headers: [], body: Array("{}".utf8))
+        #expect(pinned.statusCode == 204, "\(pinned)")
+        let byAddress = await client.post(url: "https://127.0.0.2:\(port)/hook", headers: [], body: Array("{}".utf8))
+        #expect(byAddress.statusCode == nil && byAddress.errorKind == .tls, "a certificate for localhost does not hold for 127.0.0.2: \(byAddress)")
+        await client.shutdown()
+        #expect(String(decoding: listener.standardOutput, as: UTF8.self).split(separator: "\n").dropFirst().map(String.init)
+                == ["host=localhost:\(port) sni=localhost"])
     }
 }
