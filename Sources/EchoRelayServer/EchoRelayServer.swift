@@ -127,6 +127,8 @@ public enum EchoRelayServer {
         deliveryConfiguration.perSubscriptionConcurrency = configuration.delivery.perSubscriptionConcurrency
         deliveryConfiguration.allowPrivateSubscribers = configuration.delivery.allowPrivateSubscribers
         deliveryConfiguration.privateSubscribers = configuration.delivery.privateSubscribers
+        deliveryConfiguration.subscriberCAFile = configuration.delivery.subscriberCAFile
+        deliveryConfiguration.resolve = configuration.delivery.resolveSubscriber
         deliveryConfiguration.siblingLinger = configuration.delivery.siblingLinger
         // Both workers run in the same processes: what this process verifies, it delivers.
         let handOffs = DeliveryWorker.inbox(owner: processID, configuration: deliveryConfiguration)

@@ -1,4 +1,5 @@
 import EchoRelayCore
+import EchoRelayWorkers
 import Logging
 
 /// Everything `echorelay serve` is configured with, after flags and environment are merged.
@@ -170,6 +171,12 @@ public struct DeliveryConfiguration: Sendable {
     public var allowPrivateSubscribers: Bool
     /// Private hosts and ranges allowed over https (`ECHORELAY_PRIVATE_SUBSCRIBERS`).
     public var privateSubscribers: PrivateSubscriberAllowList
+    /// A PEM file of certificate authorities trusted for subscribers' TLS besides the system's
+    /// (`ECHORELAY_SUBSCRIBER_CA_FILE`).
+    public var subscriberCAFile: String?
+    /// How subscribers' hosts are resolved and checked; nil: the system's resolver. Not a
+    /// setting: tests give a resolver whose answers they choose.
+    public var resolveSubscriber: (@Sendable (String) async -> AddressChecks.Check)?
     public var concurrency: Int
     public var perSubscriptionConcurrency: Int
     /// Replayed deliveries a bulk replay creates per second (`ECHORELAY_REPLAY_RATE`).
@@ -181,10 +188,13 @@ public struct DeliveryConfiguration: Sendable {
     public init(
         timeout: Duration = .seconds(15), retrySchedule: [Duration] = DeliveryRetryPolicy.defaultSchedule,
         disableAfter: Duration = .seconds(5 * 86_400), allowPrivateSubscribers: Bool = false,
-        privateSubscribers: PrivateSubscriberAllowList = .none, concurrency: Int = 64,
+        privateSubscribers: PrivateSubscriberAllowList = .none, subscriberCAFile: String? = nil,
+        resolveSubscriber: (@Sendable (String) async -> AddressChecks.Check)? = nil, concurrency: Int = 64,
         perSubscriptionConcurrency: Int = 8, replayRate: Int = 50, siblingLinger: Duration = .milliseconds(20)
     ) {
         self.privateSubscribers = privateSubscribers
+        self.subscriberCAFile = subscriberCAFile
+        self.resolveSubscriber = resolveSubscriber
         self.replayRate = replayRate
         self.siblingLinger = siblingLinger
         self.timeout = timeout
@@ -201,6 +211,9 @@ public struct DeliveryConfiguration: Sendable {
             throw ConfigurationError(setting: "ECHORELAY_LEASE", reason: "must be longer than ECHORELAY_DELIVERY_TIMEOUT, so a live worker always finishes before its delivery is handed to another")
         }
         guard concurrency > 0 else { throw ConfigurationError(setting: "ECHORELAY_DELIVERY_CONCURRENCY", reason: "must be at least 1") }
+        if let subscriberCAFile, let problem = SubscriberCAFile.problem(subscriberCAFile) {
+            throw ConfigurationError(setting: "ECHORELAY_SUBSCRIBER_CA_FILE", reason: problem)
+        }
         guard perSubscriptionConcurrency > 0 else {
             throw ConfigurationError(setting: "ECHORELAY_SUBSCRIPTION_CONCURRENCY", reason: "must be at least 1")
         }

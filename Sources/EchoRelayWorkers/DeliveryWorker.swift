@@ -1,6 +1,7 @@
 import EchoRelayCore
 import Foundation
 import Logging
+import NIOSSL
 import ServiceLifecycle
 import Synchronization
 
@@ -22,6 +23,12 @@ public struct DeliveryWorkerConfiguration: Sendable {
     public var allowPrivateSubscribers = false
     /// Private hosts and ranges allowed over https all the same.
     public var privateSubscribers = PrivateSubscriberAllowList.none
+    /// Certificate authorities trusted for subscribers' TLS besides the system's
+    /// (`ECHORELAY_SUBSCRIBER_CA_FILE`: an internal network's CA).
+    public var subscriberCAFile: String?
+    /// How a subscriber's host is resolved and checked; nil: the system's resolver
+    /// (`AddressResolver`). Tests give a resolver whose answers they choose.
+    public var resolve: (@Sendable (String) async -> AddressChecks.Check)?
     /// How long a finished delivery's attempt waits for those of its event's other deliveries
     /// that went out with it, to be written in the same commit (`SiblingAttempts`).
     public var siblingLinger: Duration = .milliseconds(20)
@@ -62,7 +69,8 @@ public struct DeliveryWorker: Service, CustomStringConvertible {
                 handOffs: DeliveryInbox? = nil, ready: Gate = Gate(open: true), metrics: RelayMetrics = RelayMetrics(),
                 logger: Logger) {
         self.handOffs = handOffs ?? Self.inbox(owner: owner, configuration: configuration)
-        self.addressChecks = AddressChecks(policy: SubscriberURLPolicy(allowPrivate: false, allowList: configuration.privateSubscribers))
+        self.addressChecks = AddressChecks(policy: SubscriberURLPolicy(allowPrivate: false, allowList: configuration.privateSubscribers),
+                                           resolve: configuration.resolve)
         self.metrics = metrics
         self.store = store
         self.wake = wake
@@ -73,7 +81,12 @@ public struct DeliveryWorker: Service, CustomStringConvertible {
     }
 
     public func run() async throws {
-        let client = WebhookClient(timeout: configuration.timeout)
+        var tls: TLSConfiguration?
+        if let caFile = configuration.subscriberCAFile {
+            tls = .makeClientConfiguration()
+            tls?.additionalTrustRoots = [.file(caFile)]
+        }
+        let client = WebhookClient(timeout: configuration.timeout, tls: tls)
         let stopping = Flag()
         await withGracefulShutdownHandler {
             await ready.wait()

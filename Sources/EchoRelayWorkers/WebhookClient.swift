@@ -133,3 +133,17 @@ final class WebhookClient: Sendable {
         for client in clients { try? await client.shutdown() }
     }
 }
+
+/// `ECHORELAY_SUBSCRIBER_CA_FILE`, checked at start so that a bad file stops `serve` instead of
+/// failing every webhook's TLS handshake later.
+public enum SubscriberCAFile {
+    /// Why the file cannot be used, or nil. Never repeats the file's contents.
+    public static func problem(_ path: String) -> String? {
+        guard FileManager.default.isReadableFile(atPath: path) else { return "cannot read \"\(path)\"" }
+        do {
+            return try NIOSSLCertificate.fromPEMFile(path).isEmpty ? "\"\(path)\" holds no PEM certificate" : nil
+        } catch {
+            return "\"\(path)\" is not a PEM file of certificates"
+        }
+    }
+}

@@ -80,6 +80,9 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "Comma-separated private hosts, IP addresses and CIDR ranges that may receive deliveries over https, such as an internal service network (hooks.internal,10.20.0.0/16); every other private address stays refused. (env: ECHORELAY_PRIVATE_SUBSCRIBERS, default: none)")
     var privateSubscribers: String?
 
+    @Option(help: "A PEM file of certificate authorities trusted for subscribers' https besides the system's, such as an internal network's CA. (env: ECHORELAY_SUBSCRIBER_CA_FILE, default: none)")
+    var subscriberCAFile: String?
+
     @Option(help: "Webhook deliveries in flight at once per process. (env: ECHORELAY_DELIVERY_CONCURRENCY, default: 64)")
     var deliveryConcurrency: Int?
 
@@ -133,6 +136,7 @@ struct ServeCommand: AsyncParsableCommand {
                 disableAfter: try Setting.duration(disableAfter, "ECHORELAY_DISABLE_AFTER", default: .seconds(5 * 86_400)),
                 allowPrivateSubscribers: allowPrivateSubscribers || Setting.value(nil, "ECHORELAY_ALLOW_PRIVATE_SUBSCRIBERS") == "1",
                 privateSubscribers: try Setting.privateSubscribers(privateSubscribers),
+                subscriberCAFile: Setting.value(subscriberCAFile, "ECHORELAY_SUBSCRIBER_CA_FILE"),
                 concurrency: try Setting.integer(deliveryConcurrency, "ECHORELAY_DELIVERY_CONCURRENCY", default: 64),
                 perSubscriptionConcurrency: try Setting.integer(subscriptionConcurrency, "ECHORELAY_SUBSCRIPTION_CONCURRENCY", default: 8),
                 replayRate: try Setting.integer(replayRate, "ECHORELAY_REPLAY_RATE", default: 50)

@@ -20,7 +20,7 @@ import Glibc
                      "ECHORELAY_ECHO_ALLOWED_HOSTS", "ECHORELAY_ECHO_ALLOW_HTTP", "ECHORELAY_ECHO_TIMEOUT",
                      "ECHORELAY_ECHO_RETRY_SCHEDULE", "ECHORELAY_LEASE", "ECHORELAY_VERIFY_CONCURRENCY",
                      "--secret-key", "ECHORELAY_SECRET_KEY", "reseal", "--backlog-limit", "ECHORELAY_BACKLOG_LIMIT",
-                     "--private-subscribers", "ECHORELAY_PRIVATE_SUBSCRIBERS"] {
+                     "--private-subscribers", "ECHORELAY_PRIVATE_SUBSCRIBERS", "--subscriber-ca-file", "ECHORELAY_SUBSCRIBER_CA_FILE"] {
             #expect(result.stdout.contains(name), "serve --help does not mention \(name)")
         }
     }
@@ -106,6 +106,22 @@ import Glibc
         ])
         #expect(result.status != 0)
         #expect(result.stderr.contains("ECHORELAY_PRIVATE_SUBSCRIBERS: \"10.20.0.1/16\" has bits set past its /16 prefix"), "\(result.stderr)")
+    }
+
+    /// A subscriber CA file that cannot be used stops `serve` at start, not every webhook later.
+    @Test func serveRefusesASubscriberCAFileItCannotUse() async throws {
+        let notPEM = FileManager.default.temporaryDirectory.appendingPathComponent("not-a-ca-\(UUID().uuidString).pem")
+        try Data("hello".utf8).write(to: notPEM)
+        defer { try? FileManager.default.removeItem(at: notPEM) }
+        for (path, reason) in [("/nonexistent/ca.pem", "cannot read \"/nonexistent/ca.pem\""),
+                               (notPEM.path, "\"\(notPEM.path)\" ")] {
+            let result = try await ChildProcess.run(["serve", "--port", String(try freeLoopbackPort())], environment: [
+                "ECHORELAY_DATABASE_URL": "postgres://echorelay@127.0.0.1:1/none", "ECHORELAY_INGEST_SECRETS": LiveServer.ingestSecret,
+                "ECHORELAY_CONSUMER_KEY": "k", "ECHORELAY_ECHO_ALLOWED_HOSTS": "api.example.com", "ECHORELAY_SUBSCRIBER_CA_FILE": path,
+            ])
+            #expect(result.status != 0)
+            #expect(result.stderr.contains("ECHORELAY_SUBSCRIBER_CA_FILE: " + reason), "\(result.stderr)")
+        }
     }
 
     @Test func serveRefusesABadDatabaseURLWithoutRepeatingIt() async throws {
