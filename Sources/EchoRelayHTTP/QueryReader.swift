@@ -94,6 +94,24 @@ struct QueryReader {
         return cursor
     }
 
+    /// The filters and cursor of a list of every user's events (`GET /v1/events`, the
+    /// console's Recent events).
+    mutating func recentEvents() -> RecentEventsQuery {
+        var query = RecentEventsQuery()
+        query.types = list("type", expected: "an event type (\(EventType.allCases.map(\.rawValue).joined(separator: ", ")))",
+                           EventType.init(rawValue:))
+        query.statuses = list("status", expected: "an event status (\(EventStatus.allCases.map(\.rawValue).joined(separator: ", ")))",
+                              EventStatus.init(rawValue:))
+        query.reasons = list("reason", expected: "a reason code such as unknown_token or provider_unavailable",
+                             VerificationReason.init(rawValue:))
+        query.subscriptionID = string("subscription_id")
+        query.since = time("since")
+        query.until = time("until")
+        checkRange(since: query.since, until: query.until)
+        query.before = cursor("cursor", RecentEventsCursor.init(text:))
+        return query
+    }
+
     mutating func checkRange(since: Date?, until: Date?) {
         if let since, let until, since >= until {
             problems.append(.init(field: "until", reason: "must be later than since"))

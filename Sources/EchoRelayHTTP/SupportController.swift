@@ -48,18 +48,7 @@ struct SupportController<Context: RequestContext>: Sendable {
     @Sendable func recentEvents(_ request: Request, context: Context) async throws -> Response {
         try await authorizer.require(request, roles: .staff)
         var reader = QueryReader(request)
-        var query = RecentEventsQuery()
-        query.types = reader.list("type", expected: "an event type (\(EventType.allCases.map(\.rawValue).joined(separator: ", ")))",
-                                  EventType.init(rawValue:))
-        query.statuses = reader.list("status", expected: "an event status (\(EventStatus.allCases.map(\.rawValue).joined(separator: ", ")))",
-                                     EventStatus.init(rawValue:))
-        query.reasons = reader.list("reason", expected: "a reason code such as unknown_token or provider_unavailable",
-                                    VerificationReason.init(rawValue:))
-        query.subscriptionID = reader.string("subscription_id")
-        query.since = reader.time("since")
-        query.until = reader.time("until")
-        reader.checkRange(since: query.since, until: query.until)
-        query.before = reader.cursor("cursor", RecentEventsCursor.init(text:))
+        var query = reader.recentEvents()
         let limit = reader.limit()
         try reader.finish()
         let page = try await PageCut.fetch(limit: limit) { rows in

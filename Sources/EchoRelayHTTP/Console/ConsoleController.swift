@@ -242,15 +242,7 @@ struct ConsoleController<Context: RequestContext>: Sendable {
     @Sendable func recentEvents(_ request: Request, context: Context) async throws -> Response {
         await signedIn(request, context: context) { signed in
             var reader = QueryReader(request, emptyIsAbsent: true)
-            var query = RecentEventsQuery()
-            query.types = reader.list("type", expected: "an event type", EventType.init(rawValue:))
-            query.statuses = reader.list("status", expected: "an event status", EventStatus.init(rawValue:))
-            query.reasons = reader.list("reason", expected: "a reason code", VerificationReason.init(rawValue:))
-            query.subscriptionID = reader.string("subscription_id")
-            query.since = reader.time("since")
-            query.until = reader.time("until")
-            reader.checkRange(since: query.since, until: query.until)
-            query.before = reader.cursor("cursor", RecentEventsCursor.init(text:))
+            var query = reader.recentEvents()
             let limit = reader.limit()
             try reader.finish()
             let entries = try await PageCut.fetch(limit: limit) { rows in
