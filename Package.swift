@@ -21,6 +21,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),  // the webhooks' TLS settings
+        .package(url: "https://github.com/vapor/jwt-kit", from: "5.8.0"),  // Security Event Tokens (JWS, JWKS)
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
         .package(url: "https://github.com/vapor/sqlite-nio", from: "1.13.2"),
@@ -83,6 +84,15 @@ let package = Package(
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // OpenID Shared Signals: verifying the Security Event Tokens a transmitter pushes.
+        .target(
+            name: "EchoRelaySharedSignals",
+            dependencies: [
+                "EchoRelayCore",
+                .product(name: "JWTKit", package: "jwt-kit"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -188,6 +198,7 @@ let package = Package(
                 "EchoRelaySQLite",
                 "EchoRelayHTTP",
                 "EchoRelayServer",
+                "EchoRelaySharedSignals",
                 "TestSupport",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
