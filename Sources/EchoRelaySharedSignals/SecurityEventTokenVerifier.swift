@@ -102,6 +102,15 @@ public struct VerifiedSecurityEvent: Sendable, Equatable {
     public var event: JSONValue
     /// The top-level `sub_id` (RFC 9493), when the SET has one.
     public var subject: JSONValue?
+
+    public init(jti: String, issuer: String, issuedAt: Date, eventType: String, event: JSONValue, subject: JSONValue?) {
+        self.jti = jti
+        self.issuer = issuer
+        self.issuedAt = issuedAt
+        self.eventType = eventType
+        self.event = event
+        self.subject = subject
+    }
 }
 
 /// Why a SET is refused, as RFC 8935 §2.3 codes it.
