@@ -93,6 +93,9 @@ let package = Package(
             dependencies: [
                 "EchoRelayCore",
                 .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),  // fetching the transmitter's keys
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
             ],
             swiftSettings: swiftSettings
         ),

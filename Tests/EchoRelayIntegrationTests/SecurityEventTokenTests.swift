@@ -1,6 +1,8 @@
 import EchoRelayCore
 import EchoRelaySharedSignals
 import Foundation
+import Hummingbird
+import NIOCore
 import Synchronization
 import Testing
 import TestSupport
@@ -158,5 +160,35 @@ import TestSupport
         #expect(await (try? rotatingVerifier.verify(rotated).get()) == nil, "rsa-2 is not published yet")
         published.publish(material.jwksRotated)
         #expect(try await rotatingVerifier.verify(rotated).get().jti.isEmpty == false, "rsa-2 is found once published")
+    }
+}
+
+/// The transmitter's keys read from a real JWKS endpoint on loopback.
+@Suite struct JWKSFetchTests {
+    @Test func keysAreReadFromTheJWKSURLAndAFailedFetchKeepsThoseKnown() async throws {
+        let material = try await SecurityEventTokenTests.material()
+        let jwks = SecurityEventTokenTests.Published(material.jwksInitial)
+        let failing = Mutex(false)
+        let router = Router()
+        router.get("/jwks") { _, _ -> Response in
+            guard !failing.withLock({ $0 }) else { return Response(status: .internalServerError) }
+            return Response(status: .ok, headers: [.contentType: "application/jwk-set+json"],
+                            body: .init(byteBuffer: ByteBuffer(bytes: jwks.current)))
+        }
+        try await LoopbackServer.run(router) { port in
+            let url = "http://127.0.0.1:\(port)/jwks"
+            #expect(JWKSFetch.problem(url: url, allowHTTP: true) == nil)
+            #expect(JWKSFetch.problem(url: url, allowHTTP: false) == "must use https (plain http only with ECHORELAY_SET_ALLOW_HTTP=1)")
+            #expect(JWKSFetch.problem(url: "/jwks", allowHTTP: true) == "must be an absolute URL")
+            let keys = TransmitterKeys(refetchInterval: .zero, fetch: JWKSFetch.from(url))
+            let verifier = SecurityEventTokenVerifier(issuer: SecurityEventTokenTests.issuer, audience: SecurityEventTokenTests.audience, keys: keys)
+            #expect(try await verifier.verify(try #require(material.tokens["es256"])).get().jti.isEmpty == false)
+
+            failing.withLock { $0 = true }
+            #expect(try await verifier.verify(try #require(material.tokens["rs256"])).get().jti.isEmpty == false,
+                    "known keys still verify while the endpoint fails")
+            let unknown = await verifier.verify(try #require(material.tokens["rotated"]))
+            #expect((try? unknown.get()) == nil)
+        }
     }
 }
