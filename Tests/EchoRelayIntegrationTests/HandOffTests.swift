@@ -57,12 +57,12 @@ import Testing
             let task = try #require(try await store.claimVerifications(owner: "p1", limit: 1, lease: .seconds(60)).first)
             let written = try await store.finishVerification(
                 task, owner: "p1", outcome: Self.verified(task),
-                handOff: HandOff(owner: "p1", lease: .seconds(3)))
+                handOff: HandOff(owner: "p1", lease: .seconds(8)))
             let handed = try await store.leasedDeliveries(ids: written.handedOff, owner: "p1")
             #expect(handed.count == 1)
             // p1 dies here, before sending: nothing else knows of the hand-off.
             #expect(try await store.claimAllDeliveries().isEmpty, "leased to p1 for now")
-            try await Task.sleep(for: .milliseconds(3_300))
+            try await Task.sleep(for: .milliseconds(8_300))
             let claimed = try await store.claimAllDeliveries()
             #expect(claimed.map(\.webhookID) == handed.map(\.webhookID))
             #expect(claimed.first?.attempts == 2, "the lapsed hand-off counts as a try")
@@ -73,7 +73,9 @@ import Testing
         try await TestDatabase.withFresh { database in
             try await database.withClient { client in
                 _ = try await Migrator(client: client, logger: TestLogger.quiet).migrate()
-                let inbox = VerificationInbox(handOff: HandOff(owner: "p1", lease: .seconds(3)), capacity: 1)
+                // Leases of 8 s: long enough that a machine busy with the rest of the suite does
+                // not let one lapse before the steps that rely on it being held.
+                let inbox = VerificationInbox(handOff: HandOff(owner: "p1", lease: .seconds(8)), capacity: 1)
                 let store = PostgresEventStore(client: client, logger: TestLogger.quiet, verificationHandOffs: inbox)
                 try await store.ingest("e1", user: "u")
                 let handed = inbox.take(upTo: 10)
@@ -87,7 +89,7 @@ import Testing
                 #expect(try await store.claimVerifications(owner: "p2", limit: 10, lease: .seconds(60)).map(\.eventID) == ["e3"])
 
                 // p1 dies with e1 and e2 in memory: their leases lapse and p2 claims them.
-                try await Task.sleep(for: .milliseconds(3_300))
+                try await Task.sleep(for: .milliseconds(8_300))
                 let claimed = try await store.claimVerifications(owner: "p2", limit: 10, lease: .seconds(60))
                 #expect(claimed.map(\.eventID).sorted() == ["e1", "e2"])
                 #expect(claimed.allSatisfy { $0.attempts == 2 })

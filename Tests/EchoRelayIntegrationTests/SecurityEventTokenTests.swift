@@ -84,7 +84,17 @@ import TestSupport
         print(json.dumps({"jwks_initial": public(rsa1, ec1), "jwks_rotated": public(rsa1, ec1, rsa2), "tokens": tokens}))
         """#
 
+    /// Made once for the whole run: every test of this file reads the same keys and tokens
+    /// (RSA key generation is dear, and the suite runs beside tests that count seconds).
     static func material() async throws -> Material {
+        try await made.value.get()
+    }
+
+    private static let made = Task { () -> Result<Material, any Error> in
+        do { return .success(try await makeMaterial()) } catch { return .failure(error) }
+    }
+
+    private static func makeMaterial() async throws -> Material {
         let run = try Spawned("/usr/bin/env", ["python3", "-c", generator, issuer, audience])
         guard try await run.wait(timeout: .seconds(60)) == 0 else {
             throw TestSetupError("jwcrypto could not make the tokens (run scripts/test, which installs it): \(String(decoding: run.standardError, as: UTF8.self))")
