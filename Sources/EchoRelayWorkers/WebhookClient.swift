@@ -32,7 +32,7 @@ final class WebhookClient: Sendable {
     private let tls: TLSConfiguration?
     /// Clients pinned to a checked address, by host name.
     private let pinned = Mutex<[String: (address: IPAddress, client: HTTPClient)]>([:])
-    /// More hosts than this and the least recently pinned one's client is closed.
+    /// More hosts than this and another host's client is closed (its next webhook makes a new one).
     static let pinnedHosts = 256
 
     init(timeout: Duration, tls: TLSConfiguration? = nil) {
