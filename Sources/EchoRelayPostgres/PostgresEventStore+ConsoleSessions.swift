@@ -5,9 +5,7 @@ import PostgresNIO
 extension PostgresEventStore: ConsoleSessionStore {
     public func createConsoleSession(keyHash: [UInt8], _ session: ConsoleSession) async throws {
         do {
-            // One statement: the expired sessions go in the same commit as the new one.
             try await client.query("""
-                WITH expired AS (DELETE FROM console_sessions WHERE expires_at <= now())
                 INSERT INTO console_sessions (key_sha256, token_id, name, role, form_token, expires_at)
                 VALUES (\(Data(keyHash)), \(session.principal.tokenID), \(session.principal.name),
                         \(session.principal.role.rawValue), \(session.formToken), \(session.expiresAt))

@@ -4,7 +4,6 @@ import Foundation
 extension SQLiteEventStore {
     public func createConsoleSession(keyHash: [UInt8], _ newSession: ConsoleSession) async throws {
         try await session.write { db in
-            try await db.run("DELETE FROM console_sessions WHERE expires_at <= ?1", [db.now])
             try await db.run("""
                 INSERT INTO console_sessions (key_sha256, token_id, name, role, form_token, created_at, expires_at)
                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)

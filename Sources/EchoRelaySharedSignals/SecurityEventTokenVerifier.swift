@@ -75,7 +75,7 @@ public struct SecurityEventTokenVerifier: Sendable {
         guard events.count == 1, let (eventType, event) = events.first else {
             throw SecurityEventRefusal.invalidRequest("events must hold exactly one event, it holds \(events.count)")
         }
-        return VerifiedSecurityEvent(jti: jti, issuer: claims.iss ?? issuer, issuedAt: issuedAt, eventType: eventType,
+        return VerifiedSecurityEvent(jti: jti, issuer: issuer, issuedAt: issuedAt, eventType: eventType,
                                      event: event, subject: claims.subID)
     }
 

@@ -52,8 +52,8 @@ final class WebhookClient: Sendable {
         return configuration
     }
 
-    /// The client that connects `host` to `address`; nil for a host not pinned (an address
-    /// literal, or no check made).
+    /// The client that connects `host` to `address`, made when the check first gives that
+    /// address (the one it replaces is closed once its webhooks are done).
     private func client(host: String, address: IPAddress) -> HTTPClient {
         let (client, retired) = pinned.withLock { pinned -> (HTTPClient, HTTPClient?) in
             if let known = pinned[host], known.address == address { return (known.client, nil) }

@@ -20,7 +20,8 @@ public struct ConsoleSession: Sendable, Equatable {
 /// Where console sessions live: in the database, so that every `serve` process knows every
 /// sign-in and revoking an access token ends its sessions at once.
 public protocol ConsoleSessionStore: Sendable {
-    /// Stores a session under the SHA-256 of its key, and drops sessions that have expired.
+    /// Stores a session under the SHA-256 of its key. (Expired ones are swept apart:
+    /// `removeExpiredConsoleSessions`.)
     func createConsoleSession(keyHash: [UInt8], _ session: ConsoleSession) async throws
 
     /// The session with this key hash, or nil if it is unknown, expired, or its access token
