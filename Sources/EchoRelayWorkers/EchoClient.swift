@@ -19,6 +19,7 @@ public final class EchoClient: Sendable {
             timeout: .init(connect: .init(timeout), read: .init(timeout))
         )
         configuration.decompression = .disabled
+        configuration.connectionPool.idleTimeout = .seconds(4)  // before the provider's keep-alive ends (see WebhookClient)
         self.http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
         self.timeout = timeout
     }

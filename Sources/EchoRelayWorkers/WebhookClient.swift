@@ -48,6 +48,10 @@ final class WebhookClient: Sendable {
             redirectConfiguration: .disallow,
             timeout: .init(connect: .seconds(5), read: .init(timeout))
         )
+        // Common servers close an idle keep-alive connection after 5 s (node, Apache): letting
+        // ours go first keeps a webhook from being sent on a connection the subscriber is closing,
+        // which would fail as an attempt the subscriber never saw.
+        configuration.connectionPool.idleTimeout = .seconds(4)
         if let host, let address { configuration.dnsOverride = [host: address.description] }
         return configuration
     }

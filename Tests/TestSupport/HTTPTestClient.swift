@@ -25,6 +25,15 @@ public struct TestHTTPResponse: Sendable {
 
 /// Talks to a live server on loopback over real TCP with async-http-client.
 public struct HTTPTestClient: Sendable {
+    /// One client for every test. Its idle connections close after a second, sooner than any
+    /// server under test does (node's http 5 s, ours 2 s at the least): a pooled connection the
+    /// server has just closed would otherwise fail the next request with `remoteConnectionClosed`.
+    static let client: HTTPClient = {
+        var configuration = HTTPClient.Configuration()
+        configuration.connectionPool.idleTimeout = .seconds(1)
+        return HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+    }()
+
     public let baseURL: String
     public let port: Int
 
@@ -40,7 +49,7 @@ public struct HTTPTestClient: Sendable {
         request.method = method
         for (name, value) in headers { request.headers.add(name: name, value: value) }
         if let body { request.body = .bytes(ByteBuffer(bytes: body)) }
-        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(30))
+        let response = try await Self.client.execute(request, timeout: .seconds(30))
         let bytes = try await response.body.collect(upTo: 1 << 20)
         return TestHTTPResponse(status: Int(response.status.code), headers: response.headers, body: Data(bytes.readableBytesView))
     }

@@ -11,7 +11,11 @@ import TestSupport
 final class ConsoleBrowser: Sendable {
     let baseURL: String
     private let cookies = Mutex<[String: String]>([:])
-    private static let client = HTTPClient(configuration: .init(redirectConfiguration: .disallow))
+    private static let client: HTTPClient = {
+        var configuration = HTTPClient.Configuration(redirectConfiguration: .disallow)
+        configuration.connectionPool.idleTimeout = .seconds(1)  // before the server's (see HTTPTestClient)
+        return HTTPClient(configuration: configuration)
+    }()
 
     init(port: Int) {
         baseURL = "http://127.0.0.1:\(port)"
