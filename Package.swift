@@ -93,6 +93,7 @@ let package = Package(
             dependencies: [
                 "EchoRelayCore",
                 .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),  // fetching the transmitter's keys
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -103,6 +104,7 @@ let package = Package(
             name: "EchoRelayHTTP",
             dependencies: [
                 "EchoRelayCore",
+                "EchoRelaySharedSignals",  // POST /v1/sets
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Prometheus", package: "swift-prometheus"),  // GET /metrics
                 .product(name: "Mustache", package: "swift-mustache"),      // /console pages
@@ -121,6 +123,7 @@ let package = Package(
             name: "EchoRelayServer",
             dependencies: [
                 "EchoRelayCore",
+                "EchoRelaySharedSignals",
                 "EchoRelayPostgres",
                 "EchoRelaySQLite",
                 "EchoRelayHTTP",
@@ -138,6 +141,7 @@ let package = Package(
             dependencies: [
                 "EchoRelayCore",
                 "EchoRelayServer",
+                "EchoRelaySharedSignals",  // serve's ECHORELAY_SET_* settings
                 "EchoRelayPostgres",
                 "EchoRelaySQLite",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),

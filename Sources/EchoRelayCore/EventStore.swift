@@ -2,7 +2,7 @@ import Foundation
 
 /// Everything EchoRelay stores, behind one name: PostgreSQL and the embedded SQLite store implement it all.
 public typealias EchoRelayStore = EventStore & SubscriptionStore & DeliveryStore & AccessTokenStore & ReplayStore & AuditStore
-    & TimelineStore & DeadLetterStore & QueueStatsStore & ConsoleSessionStore & BacklogStore
+    & TimelineStore & DeadLetterStore & QueueStatsStore & ConsoleSessionStore & BacklogStore & SecurityEventStore
 
 /// The storage behind EchoRelay: PostgreSQL for production and several processes, SQLite
 /// embedded for one. Every method is one atomic step: it either happens whole or not at all.
@@ -80,12 +80,14 @@ public struct StoredEvent: Sendable, Equatable {
     public var verifiedAt: Date?
     public var providerUserID: String?
     public var providerPhoneNumber: String?
+    public var source: EventSource
 
     public init(
         id: String, type: EventType, userID: String, sequence: Int64, occurredAt: Date, receivedAt: Date,
         status: EventStatus, reason: VerificationReason? = nil, decidedAt: Date? = nil, verifiedAt: Date? = nil,
-        providerUserID: String? = nil, providerPhoneNumber: String? = nil
+        providerUserID: String? = nil, providerPhoneNumber: String? = nil, source: EventSource = .push
     ) {
+        self.source = source
         self.id = id
         self.type = type
         self.userID = userID

@@ -14,6 +14,7 @@ public struct RelayMetrics: Sendable {
     private let replays: [String: Counter]
     private let batchSizes: [CommitGroup: Recorder]
     private let backlog: Gauge
+    private let securityEvents: [SecurityEventResult: Counter]
 
     public init(factory: any MetricsFactory = NOOPMetricsHandler.instance) {
         self.factory = factory
@@ -35,6 +36,9 @@ public struct RelayMetrics: Sendable {
         })
         attemptDuration = Timer(label: Self.deliveryAttemptDuration, dimensions: [], factory: factory)
         backlog = Gauge(label: Self.backlogEvents, dimensions: [], factory: factory)
+        securityEvents = Dictionary(uniqueKeysWithValues: SecurityEventResult.allCases.map { result in
+            (result, Counter(label: "echorelay_security_events_received_total", dimensions: [("result", result.rawValue)], factory: factory))
+        })
         replays = Dictionary(uniqueKeysWithValues: ["event", "bulk"].map { kind in
             (kind, Counter(label: "echorelay_replays_total", dimensions: [("kind", kind)], factory: factory))
         })
@@ -50,6 +54,18 @@ public struct RelayMetrics: Sendable {
     /// `type` is nil when the request was refused before its type was read.
     public func eventReceived(type: EventType?, result: IngestResult) {
         received[type]?[result]?.increment()
+    }
+
+    /// What became of a `POST /v1/sets`: recorded as what it became, or not.
+    public enum SecurityEventResult: String, Sendable, CaseIterable {
+        case event, verification, ignored, unmatched, duplicate
+        /// Refused: unauthenticated, or an invalid SET (400).
+        case refused
+        case overloaded, failed
+    }
+
+    public func securityEventReceived(_ result: SecurityEventResult) {
+        securityEvents[result]?.increment()
     }
 
     /// The writes that share commits (group commit), one batch-size histogram each.

@@ -21,7 +21,8 @@ struct EventsController<Context: RequestContext>: Sendable {
         guard let event = try await store.event(id: id) else {
             throw Problem.notFound("no event with id \"\(id)\"")
         }
-        return try JSONResponse.make(EventView(event, deliveries: try await store.deliveries(eventID: id)))
+        let origin = event.source == .set ? try await store.securityEvent(eventID: id) : nil
+        return try JSONResponse.make(EventView(event, deliveries: try await store.deliveries(eventID: id), securityEvent: origin))
     }
 }
 
@@ -29,10 +30,13 @@ struct EventsController<Context: RequestContext>: Sendable {
 struct EventView: Encodable {
     let event: StoredEvent
     let deliveries: [DeliveryRecord]
+    /// The SET it came as, for an event pushed to `POST /v1/sets`.
+    let securityEvent: SecurityEventRecord?
 
-    init(_ event: StoredEvent, deliveries: [DeliveryRecord]) {
+    init(_ event: StoredEvent, deliveries: [DeliveryRecord], securityEvent: SecurityEventRecord? = nil) {
         self.event = event
         self.deliveries = deliveries
+        self.securityEvent = securityEvent
     }
 
     enum CodingKeys: String, CodingKey {
@@ -42,7 +46,15 @@ struct EventView: Encodable {
         case receivedAt = "received_at"
         case decidedAt = "decided_at"
         case verifiedAt = "verified_at"
-        case provider, deliveries
+        case provider, deliveries, source
+        case securityEvent = "security_event"
+    }
+
+    /// Where a SET's event came from: its transmitter, id and event type.
+    struct Origin: Encodable {
+        let issuer: String
+        let jti: String
+        let event_type: String
     }
 
     /// What the provider answered: the values subscribers will be sent.
@@ -66,6 +78,8 @@ struct EventView: Encodable {
         let provider = event.providerUserID == nil && event.providerPhoneNumber == nil
             ? nil : ProviderValues(user_id: event.providerUserID, phone_number: event.providerPhoneNumber)
         try container.encode(provider, forKey: .provider)
+        try container.encode(event.source.rawValue, forKey: .source)
+        try container.encode(securityEvent.map { Origin(issuer: $0.issuer, jti: $0.jti, event_type: $0.eventType) }, forKey: .securityEvent)
         try container.encode(deliveries.map(DeliveryView.init), forKey: .deliveries)
     }
 }

@@ -1,4 +1,5 @@
 import EchoRelayCore
+import EchoRelaySharedSignals
 import Foundation
 import Hummingbird
 import Prometheus
@@ -19,13 +20,17 @@ public struct HTTPDependencies: Sendable {
     public var metricsRegistry: PrometheusCollectorRegistry
     /// Ingest's gate by backlog (`ECHORELAY_BACKLOG_LIMIT`); nil: no limit.
     public var backlog: BacklogLimit?
+    /// `POST /v1/sets`, for a Shared Signals transmitter; nil: not configured (404).
+    public var securityEvents: SecurityEventReceiver?
 
     public init(
         store: any EchoRelayStore, subscriberURLPolicy: SubscriberURLPolicy, ingestSecrets: [WebhookSecret],
         authorizer: BearerAuthorizer, requestTimeout: Duration = .seconds(30),
         metrics: RelayMetrics = RelayMetrics(), metricsRegistry: PrometheusCollectorRegistry = PrometheusCollectorRegistry(),
-        backlog: BacklogLimit? = nil, now: @escaping @Sendable () -> Date = { Date() }, workCreated: @escaping @Sendable (WorkKind) -> Void = { _ in }
+        backlog: BacklogLimit? = nil, securityEvents: SecurityEventReceiver? = nil, now: @escaping @Sendable () -> Date = { Date() },
+        workCreated: @escaping @Sendable (WorkKind) -> Void = { _ in }
     ) {
+        self.securityEvents = securityEvents
         self.requestTimeout = requestTimeout
         self.backlog = backlog
         self.metrics = metrics
@@ -52,6 +57,10 @@ public func buildRouter(servesAPI: Bool = true, _ dependencies: HTTPDependencies
     IngestController(
         store: dependencies.store, ingestSecrets: dependencies.ingestSecrets, now: dependencies.now, metrics: dependencies.metrics,
         backlog: dependencies.backlog, workCreated: { workCreated(.verification) }
+    ).addRoutes(to: router)
+    SecurityEventsController(
+        store: dependencies.store, receiver: dependencies.securityEvents, authorizer: dependencies.authorizer,
+        backlog: dependencies.backlog, metrics: dependencies.metrics, workCreated: { workCreated(.verification) }
     ).addRoutes(to: router)
     EventsController(store: dependencies.store, authorizer: dependencies.authorizer).addRoutes(to: router)
     UsersController(store: dependencies.store, authorizer: dependencies.authorizer).addRoutes(to: router)

@@ -147,12 +147,12 @@ struct ClaimVerificationsStatement: PostgresPreparedStatement {
         FROM claimed, events AS e
         WHERE w.id = claimed.id AND e.id = w.event_id
         RETURNING w.id, w.attempts, e.id, e.type, e.user_id, e.sequence, e.occurred_at,
-                  e.pushed_phone_number, e.echo_service_provider, e.echo_authorization
+                  e.pushed_phone_number, e.echo_service_provider, e.echo_authorization, e.source
         """
 
     static let bindingDataTypes: [PostgresDataType] = [.int8, .text, .float8]
 
-    typealias Row = (Int64, Int, String, String, String, Int64, Date, String?, String?, String?)
+    typealias Row = (Int64, Int, String, String, String, Int64, Date, String?, String?, String?, String)
 
     var owner: String
     var limit: Int

@@ -8,15 +8,17 @@ extension PostgresEventStore {
         do {
             let rows = try await client.execute(ClaimVerificationsStatement(owner: owner, limit: limit, lease: lease), logger: logger)
             var tasks: [VerificationTask] = []
-            for try await (itemID, attempts, eventID, type, userID, sequence, occurredAt, phone, provider, authorization)
+            for try await (itemID, attempts, eventID, type, userID, sequence, occurredAt, phone, provider, authorization, source)
                 in rows {
-                guard let type = EventType(rawValue: type) else { throw StoreError.unexpected("event \(eventID) has an unknown type") }
+                guard let type = EventType(rawValue: type), let source = EventSource(rawValue: source) else {
+                    throw StoreError.unexpected("event \(eventID) has an unknown type or source")
+                }
                 let echo = provider.flatMap { provider in
                     authorization.map { EchoCredentials(serviceProvider: provider, authorization: Secret($0)) }
                 }
                 tasks.append(VerificationTask(
                     workItemID: itemID, eventID: eventID, type: type, userID: userID, sequence: sequence,
-                    occurredAt: occurredAt, pushedPhoneNumber: phone, echo: echo, attempts: attempts
+                    occurredAt: occurredAt, pushedPhoneNumber: phone, echo: echo, attempts: attempts, source: source
                 ))
             }
             return tasks

@@ -10,6 +10,8 @@ public struct PostgresEventStore: EventStore {
     let logger: Logger
     /// Seals subscription secrets on write and opens them for signing; nil stores them as is.
     let sealer: SecretSealer?
+    /// Where other processes verify what this one stores (`--role ingest`): see `init`.
+    let wakeOtherProcesses: WakeLimiter?
 
     /// Concurrent ingests share statements and commits (group commit): see `ingestBatch`.
     private let ingests: GroupCommit<IncomingEvent, IngestReceipt>
@@ -37,6 +39,7 @@ public struct PostgresEventStore: EventStore {
         self.client = client
         self.logger = logger
         self.sealer = sealer
+        self.wakeOtherProcesses = wakeOtherProcesses
         ingests = Self.groupCommit(client: client, maximumWait: ingestWait, flushed: { metrics.batchCommitted(.ingest, size: $0) }) {
             await Self.ingestBatch($0, on: $1, wakePayload: wakeOtherProcesses?.next(), handOffs: verificationHandOffs, logger: logger)
         }
@@ -191,20 +194,21 @@ public struct PostgresEventStore: EventStore {
         do {
             let rows = try await client.query("""
                 SELECT id, type, user_id, sequence, occurred_at, received_at, status, status_reason,
-                       decided_at, verified_at, provider_user_id, provider_phone_number
+                       decided_at, verified_at, provider_user_id, provider_phone_number, source
                 FROM events WHERE id = \(id)
                 """, logger: logger)
             for try await (id, type, userID, sequence, occurredAt, receivedAt, status, reason, decidedAt, verifiedAt,
-                           providerUserID, providerPhone)
-                in rows.decode((String, String, String, Int64, Date, Date, String, String?, Date?, Date?, String?, String?).self) {
-                guard let type = EventType(rawValue: type), let status = EventStatus(rawValue: status) else {
-                    throw StoreError.unexpected("event \(id) has an unknown type or status")
+                           providerUserID, providerPhone, source)
+                in rows.decode((String, String, String, Int64, Date, Date, String, String?, Date?, Date?, String?, String?, String).self) {
+                guard let type = EventType(rawValue: type), let status = EventStatus(rawValue: status),
+                      let source = EventSource(rawValue: source) else {
+                    throw StoreError.unexpected("event \(id) has an unknown type, status or source")
                 }
                 return StoredEvent(
                     id: id, type: type, userID: userID, sequence: sequence, occurredAt: occurredAt,
                     receivedAt: receivedAt, status: status, reason: reason.flatMap(VerificationReason.init(rawValue:)),
                     decidedAt: decidedAt, verifiedAt: verifiedAt, providerUserID: providerUserID,
-                    providerPhoneNumber: providerPhone
+                    providerPhoneNumber: providerPhone, source: source
                 )
             }
             return nil

@@ -19,15 +19,15 @@ extension SQLiteEventStore {
                 """, [owner, leaseEnd, JSONText(.array(ids.map(JSONValue.integer)))])
             let rows = try await db.rows("""
                 SELECT w.id, w.attempts, e.id, e.type, e.user_id, e.sequence, e.occurred_at,
-                       e.pushed_phone_number, e.echo_service_provider, e.echo_authorization
+                       e.pushed_phone_number, e.echo_service_provider, e.echo_authorization, e.source
                 FROM work_items w JOIN events e ON e.id = w.event_id
                 WHERE w.id IN (SELECT value FROM json_each(?1))
                 """, [JSONText(.array(ids.map(JSONValue.integer)))])
             var tasks: [Int64: VerificationTask] = [:]
             for row in rows {
                 let eventID = try row.string(2)
-                guard let type = EventType(rawValue: try row.string(3)) else {
-                    throw StoreError.unexpected("event \(eventID) has an unknown type")
+                guard let type = EventType(rawValue: try row.string(3)), let source = EventSource(rawValue: try row.string(10)) else {
+                    throw StoreError.unexpected("event \(eventID) has an unknown type or source")
                 }
                 let provider = try row.optionalString(8), authorization = try row.optionalString(9)
                 let echo = provider.flatMap { provider in
@@ -37,7 +37,7 @@ extension SQLiteEventStore {
                 tasks[itemID] = VerificationTask(
                     workItemID: itemID, eventID: eventID, type: type, userID: try row.string(4), sequence: try row.int64(5),
                     occurredAt: try row.date(6), pushedPhoneNumber: try row.optionalString(7), echo: echo,
-                    attempts: try row.int(1)
+                    attempts: try row.int(1), source: source
                 )
             }
             return ids.compactMap { tasks[$0] }

@@ -228,18 +228,19 @@ extension SQLiteEventStore {
         try await session.read { db in
             guard let row = try await db.row("""
                 SELECT id, type, user_id, sequence, occurred_at, received_at, status, status_reason,
-                       decided_at, verified_at, provider_user_id, provider_phone_number
+                       decided_at, verified_at, provider_user_id, provider_phone_number, source
                 FROM events WHERE id = ?1
                 """, [id]) else { return nil }
-            guard let type = EventType(rawValue: try row.string(1)), let status = EventStatus(rawValue: try row.string(6)) else {
-                throw StoreError.unexpected("event \(id) has an unknown type or status")
+            guard let type = EventType(rawValue: try row.string(1)), let status = EventStatus(rawValue: try row.string(6)),
+                  let source = EventSource(rawValue: try row.string(12)) else {
+                throw StoreError.unexpected("event \(id) has an unknown type, status or source")
             }
             return StoredEvent(
                 id: try row.string(0), type: type, userID: try row.string(2), sequence: try row.int64(3),
                 occurredAt: try row.date(4), receivedAt: try row.date(5), status: status,
                 reason: try row.optionalString(7).flatMap(VerificationReason.init(rawValue:)),
                 decidedAt: try row.optionalDate(8), verifiedAt: try row.optionalDate(9),
-                providerUserID: try row.optionalString(10), providerPhoneNumber: try row.optionalString(11)
+                providerUserID: try row.optionalString(10), providerPhoneNumber: try row.optionalString(11), source: source
             )
         }
     }

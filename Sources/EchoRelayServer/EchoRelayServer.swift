@@ -1,4 +1,5 @@
 import EchoRelayCore
+import EchoRelaySharedSignals
 import EchoRelayHTTP
 import EchoRelayPostgres
 import EchoRelaySQLite
@@ -42,6 +43,7 @@ public enum EchoRelayServer {
         try configuration.echo.validate()
         try configuration.delivery.validate(lease: configuration.echo.lease)
         try configuration.validateBacklog()
+        try configuration.validateSecurityEvents()
         let sealer = try configuration.secretKey.map { key in
             do throws(SecretSealerError) {
                 return try SecretSealer(keys: key.revealed)
@@ -60,6 +62,19 @@ public enum EchoRelayServer {
         }
         if configuration.echo.allowHTTP {
             logger.warning("ECHORELAY_ECHO_ALLOW_HTTP is on: OAuth Echo may use plain http; for local testing only")
+        }
+        // Shared Signals: the transmitter's keys are fetched when the first SET names one.
+        let securityEvents = configuration.role.servesAPI ? configuration.securityEvents.map { settings in
+            SecurityEventReceiver(settings: settings, keys: TransmitterKeys(fetch: JWKSFetch.from(settings.jwksURL)))
+        } : nil
+        if let settings = securityEvents?.settings {
+            logger.info("receiving Shared Signals at POST /v1/sets", metadata: [
+                "set.issuer": "\(settings.issuer)", "set.audience": "\(settings.audience)", "set.jwks_url": "\(settings.jwksURL)",
+                "set.push_token": "\(settings.pushToken == nil ? "not required" : "required")",
+            ])
+            if settings.allowHTTP {
+                logger.warning("ECHORELAY_SET_ALLOW_HTTP is on: the transmitter's keys may come over plain http; for local testing only")
+            }
         }
 
         // This application's own registry: every counter it reports, shown at GET /metrics.
@@ -175,7 +190,7 @@ public enum EchoRelayServer {
                                                      allowList: configuration.delivery.privateSubscribers),
             ingestSecrets: ingestSecrets, authorizer: BearerAuthorizer(adminToken: configuration.adminToken, tokens: store, logger: logger),
             requestTimeout: configuration.requestTimeout, metrics: metrics, metricsRegistry: metricsRegistry,
-            backlog: backlog,
+            backlog: backlog, securityEvents: securityEvents,
             workCreated: { kind in
                 // Workers in this process at once. Workers elsewhere: an ingest-only process's
                 // ingest statement notifies them itself; other work is announced after its commit.

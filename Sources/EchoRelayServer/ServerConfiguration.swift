@@ -1,4 +1,5 @@
 import EchoRelayCore
+import EchoRelaySharedSignals
 import EchoRelayWorkers
 import Logging
 
@@ -38,6 +39,9 @@ public struct ServerConfiguration: Sendable {
     /// How often a process that serves the console deletes expired console sessions.
     public var consoleSessionSweepInterval: Duration
 
+    /// `POST /v1/sets` (`ECHORELAY_SET_*`); nil: no Shared Signals transmitter, the route is off.
+    public var securityEvents: SecurityEventReceiverSettings?
+
     public static let defaultBacklogLimit = 10_000
 
     public init(
@@ -46,8 +50,9 @@ public struct ServerConfiguration: Sendable {
         delivery: DeliveryConfiguration = DeliveryConfiguration(), requestTimeout: Duration = .seconds(30),
         shutdownGrace: Duration = .seconds(10), ingestWait: Duration = .seconds(10),
         backlogLimit: Int? = defaultBacklogLimit, backlogSampleInterval: Duration = .milliseconds(500),
-        consoleSessionSweepInterval: Duration = .seconds(300)
+        consoleSessionSweepInterval: Duration = .seconds(300), securityEvents: SecurityEventReceiverSettings? = nil
     ) {
+        self.securityEvents = securityEvents
         self.consoleSessionSweepInterval = consoleSessionSweepInterval
         self.backlogLimit = backlogLimit
         self.backlogSampleInterval = backlogSampleInterval
@@ -71,6 +76,12 @@ extension ServerConfiguration {
     /// The largest limit: a reading counts up to twice it, and a larger backlog than this
     /// is a queue of days, not a bound.
     public static let maximumBacklogLimit = 100_000_000
+
+    func validateSecurityEvents() throws {
+        if let problem = securityEvents?.problems.first {
+            throw ConfigurationError(setting: problem.setting, reason: problem.reason)
+        }
+    }
 
     func validateBacklog() throws {
         if let backlogLimit, !(1...Self.maximumBacklogLimit).contains(backlogLimit) {

@@ -21,8 +21,13 @@ public enum JWKSFetch {
         return nil
     }
 
+    /// One client for the process's life, that follows no redirect: the keys come from the
+    /// configured URL itself.
+    public static let client = HTTPClient(eventLoopGroupProvider: .singleton,
+                                          configuration: .init(redirectConfiguration: .disallow))
+
     /// The fetch for `TransmitterKeys`, on `client`.
-    public static func from(_ url: String, client: HTTPClient = .shared) -> TransmitterKeys.Fetch {
+    public static func from(_ url: String, client: HTTPClient = JWKSFetch.client) -> TransmitterKeys.Fetch {
         { @Sendable in
             var request = HTTPClientRequest(url: url)
             request.headers.add(name: "Accept", value: "application/jwk-set+json, application/json")

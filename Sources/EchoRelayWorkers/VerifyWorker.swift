@@ -24,7 +24,8 @@ public struct VerifyWorkerConfiguration: Sendable {
 }
 
 /// Verifies pending events with OAuth Echo: claims due items in batches under a lease,
-/// asks the provider, and records the outcome (DESIGN.md, the outcome table).
+/// asks the provider, and records the outcome (docs/identity-provider.md, the outcome table).
+/// An event that came as a Security Event Token is recorded verified by its signature.
 public struct VerifyWorker: Service, CustomStringConvertible {
     public var description: String { "VerifyWorker" }
 
@@ -102,6 +103,13 @@ public struct VerifyWorker: Service, CustomStringConvertible {
         logger[metadataKey: "user.id"] = "\(task.userID)"
         logger[metadataKey: "verify.attempt"] = "\(task.attempts)"
 
+        if task.source == .set {
+            // A SET's signature, issuer and audience were checked when it arrived: the
+            // transmitter's signed word is the provider's answer, and no echo request is made.
+            await finish(task, VerificationOutcome(status: .verified, reason: .setSignature, providerUserID: task.userID,
+                                                   providerPhoneNumber: task.pushedPhoneNumber), logger: logger)
+            return
+        }
         guard let echo = task.echo else {
             await finish(task, .unverifiable(.echoMissing), logger: logger)
             return

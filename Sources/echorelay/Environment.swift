@@ -1,5 +1,6 @@
 import ArgumentParser
 import EchoRelayCore
+import EchoRelaySharedSignals
 import EchoRelayServer
 import Foundation
 import Logging
@@ -21,6 +22,23 @@ enum Setting {
         } catch {
             throw ConfigurationError(setting: "ECHORELAY_PRIVATE_SUBSCRIBERS", reason: error.reason)
         }
+    }
+
+    /// `ECHORELAY_SET_*`: nil when no transmitter is configured; the issuer, audience and JWKS
+    /// URL go together, and the others need them.
+    static func securityEvents(issuer: String?, audience: String?, jwksURL: String?, allowHTTP: Bool,
+                               pushToken: String?) throws -> SecurityEventReceiverSettings? {
+        let required = [("ECHORELAY_SET_ISSUER", value(issuer, "ECHORELAY_SET_ISSUER")),
+                        ("ECHORELAY_SET_AUDIENCE", value(audience, "ECHORELAY_SET_AUDIENCE")),
+                        ("ECHORELAY_SET_JWKS_URL", value(jwksURL, "ECHORELAY_SET_JWKS_URL"))]
+        let token = value(pushToken, "ECHORELAY_SET_PUSH_TOKEN")
+        let allowHTTP = allowHTTP || value(nil, "ECHORELAY_SET_ALLOW_HTTP") == "1"
+        guard required.contains(where: { $0.1 != nil }) || token != nil || allowHTTP else { return nil }
+        if let missing = required.first(where: { $0.1 == nil }) {
+            throw ConfigurationError(setting: missing.0, reason: "is required to receive Shared Signals: set ECHORELAY_SET_ISSUER, ECHORELAY_SET_AUDIENCE and ECHORELAY_SET_JWKS_URL together")
+        }
+        return SecurityEventReceiverSettings(issuer: required[0].1!, audience: required[1].1!, jwksURL: required[2].1!,
+                                             allowHTTP: allowHTTP, pushToken: token.map(Secret.init))
     }
 
     static func integer(_ flag: Int?, _ variable: String, default defaultValue: Int) throws -> Int {

@@ -101,6 +101,21 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "Events received and not yet final (awaiting verification, or a delivery to an enabled subscription) past which ingest answers 503 with Retry-After and stores nothing, until the backlog drains below it; `off` for no limit. (env: ECHORELAY_BACKLOG_LIMIT, default: 10000)")
     var backlogLimit: String?
 
+    @Option(help: "The Shared Signals transmitter's exact issuer (iss) whose Security Event Tokens POST /v1/sets accepts; with --set-audience and --set-jwks-url, turns the endpoint on. (env: ECHORELAY_SET_ISSUER, default: none, the endpoint is off)")
+    var setIssuer: String?
+
+    @Option(help: "EchoRelay's audience (aud) in the transmitter's SETs. (env: ECHORELAY_SET_AUDIENCE)")
+    var setAudience: String?
+
+    @Option(help: "The https URL of the transmitter's JWKS, whose keys sign its SETs. (env: ECHORELAY_SET_JWKS_URL)")
+    var setJwksURL: String?
+
+    @Flag(help: "Allow a plain-http JWKS URL; for local testing only. (env: ECHORELAY_SET_ALLOW_HTTP=1)")
+    var setAllowHTTP = false
+
+    @Option(help: "A token the transmitter must send as Authorization: Bearer with every SET, at least 16 characters. (env: ECHORELAY_SET_PUSH_TOKEN, default: none, no token required)")
+    var setPushToken: String?
+
     @Flag(help: "Try EchoRelay on this machine with `echorelay demo`: accept OAuth Echo over plain http from the demo's stand-in identity provider on 127.0.0.1:8181 (consumer key echorelay-demo, unless ECHORELAY_CONSUMER_KEY is set) and deliver to subscribers on loopback. For trying it out only, never in production. (env: ECHORELAY_DEMO=1)")
     var demo = false
 
@@ -143,7 +158,10 @@ struct ServeCommand: AsyncParsableCommand {
             ),
             requestTimeout: try Setting.duration(requestTimeout, "ECHORELAY_REQUEST_TIMEOUT", default: .seconds(30)),
             shutdownGrace: try Setting.duration(shutdownGrace, "ECHORELAY_SHUTDOWN_GRACE", default: .seconds(10)),
-            backlogLimit: try Setting.backlogLimit(backlogLimit)
+            backlogLimit: try Setting.backlogLimit(backlogLimit),
+            securityEvents: try Setting.securityEvents(
+                issuer: setIssuer, audience: setAudience, jwksURL: setJwksURL, allowHTTP: setAllowHTTP, pushToken: setPushToken
+            )
         )
         if demo {
             configuration.enableDemo()

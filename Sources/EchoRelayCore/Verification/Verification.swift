@@ -13,11 +13,14 @@ public struct VerificationTask: Sendable, Equatable {
     public var echo: EchoCredentials?
     /// Tries so far, this one included.
     public var attempts: Int
+    /// A SET's event is verified by the signature checked when it arrived: no echo request.
+    public var source: EventSource
 
     public init(
         workItemID: Int64, eventID: String, type: EventType, userID: String, sequence: Int64, occurredAt: Date,
-        pushedPhoneNumber: String?, echo: EchoCredentials?, attempts: Int
+        pushedPhoneNumber: String?, echo: EchoCredentials?, attempts: Int, source: EventSource = .push
     ) {
+        self.source = source
         self.workItemID = workItemID
         self.eventID = eventID
         self.type = type
@@ -35,6 +38,8 @@ public enum VerificationReason: String, Sendable, Codable, CaseIterable, Error {
     // verified
     case providerConfirmed = "provider_confirmed"
     case knownTokenExpired = "known_token_expired"
+    /// A Security Event Token whose signature, issuer and audience were checked at `POST /v1/sets`.
+    case setSignature = "set_signature"
     // rejected before any request was sent
     case invalidURL = "invalid_url"
     case schemeNotAllowed = "scheme_not_allowed"

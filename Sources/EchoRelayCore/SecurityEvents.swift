@@ -1,0 +1,141 @@
+import Crypto
+import Foundation
+
+/// How an event reached EchoRelay: pushed as JSON to `POST /v1/events` (verified with OAuth
+/// Echo), or as a Security Event Token to `POST /v1/sets` (verified by its signature).
+public enum EventSource: String, Sendable, Codable, CaseIterable {
+    case push
+    case set
+}
+
+/// A Security Event Token whose signature and claims were checked, as the store records it.
+/// Every accepted SET is recorded, under its `(issuer, jti)`, whatever it means to EchoRelay.
+public struct ReceivedSecurityEvent: Sendable, Equatable {
+    public var issuer: String
+    public var jti: String
+    /// The event type URI, as sent.
+    public var eventType: String
+    public var issuedAt: Date
+    /// The subject (`sub_id`, or the event's `subject`) as compact JSON, for support.
+    public var subject: String?
+    /// SHA-256 of the compact JWS as pushed.
+    public var fingerprint: [UInt8]
+    public var disposition: Disposition
+
+    /// What the SET is to EchoRelay.
+    public enum Disposition: Sendable, Equatable {
+        /// A session update for a user: it becomes an event of `type`.
+        case update(EventType, user: Subject, phoneNumber: String?, occurredAt: Date)
+        /// The transmitter's verification event, with its `state`.
+        case verification(state: String?)
+        /// An event type EchoRelay does not relay (why).
+        case ignored(String)
+        /// A session update whose subject names no user EchoRelay can tell (why).
+        case unmatched(String)
+    }
+
+    /// Whom an update is about.
+    public enum Subject: Sendable, Equatable {
+        case user(String)
+        /// Only a phone number: the user for whom EchoRelay verified that number, if exactly one.
+        case phoneNumber(String)
+    }
+
+    public init(issuer: String, jti: String, eventType: String, issuedAt: Date, subject: String?, fingerprint: [UInt8],
+                disposition: Disposition) {
+        self.issuer = issuer
+        self.jti = jti
+        self.eventType = eventType
+        self.issuedAt = issuedAt
+        self.subject = subject
+        self.fingerprint = fingerprint
+        self.disposition = disposition
+    }
+
+    /// The id of the event an update becomes: `set:` and 32 hex digits of the SHA-256 of the
+    /// issuer and the `jti`, so a SET pushed again names the same event, and the id stays
+    /// within the event id alphabet whatever the `jti` holds.
+    public var eventID: String {
+        let digest = SHA256.hash(data: Data((issuer + "\n" + jti).utf8))
+        return "set:" + digest.prefix(16).map { String(format: "%02x", $0) }.joined()
+    }
+}
+
+extension ReceivedSecurityEvent.Disposition {
+    /// As the store records it: its name, why (ignored, unmatched), the verification's state.
+    public var columns: (SecurityEventDisposition, note: String?, verificationState: String?) {
+        switch self {
+        case .update: (.event, nil, nil)
+        case .verification(let state): (.verification, nil, state)
+        case .ignored(let why): (.ignored, why, nil)
+        case .unmatched(let why): (.unmatched, why, nil)
+        }
+    }
+}
+
+/// What became of a received SET, as recorded (the API's `disposition`).
+public enum SecurityEventDisposition: String, Sendable, Codable, CaseIterable {
+    /// It became an event (`event_id`).
+    case event
+    case verification
+    case ignored
+    case unmatched
+}
+
+public enum SecurityEventReceipt: Sendable, Equatable {
+    /// Recorded now; `event` is the event it became, if any.
+    case recorded(SecurityEventDisposition, event: IngestReceipt?)
+    /// This `(issuer, jti)` was recorded before: nothing changed.
+    case duplicate
+}
+
+/// A received SET as support sees it.
+public struct SecurityEventRecord: Sendable, Equatable {
+    /// Its number, in the order SETs were recorded (the list's cursor).
+    public var number: Int64
+    public var issuer: String
+    public var jti: String
+    public var eventType: String
+    public var issuedAt: Date
+    public var receivedAt: Date
+    public var subject: String?
+    public var disposition: SecurityEventDisposition
+    /// Why it was ignored or unmatched.
+    public var note: String?
+    /// The `state` of a verification event.
+    public var verificationState: String?
+    /// The event it became (nil if it became none, or the event was deleted since).
+    public var eventID: String?
+
+    public init(number: Int64, issuer: String, jti: String, eventType: String, issuedAt: Date, receivedAt: Date, subject: String?,
+                disposition: SecurityEventDisposition, note: String?, verificationState: String?, eventID: String?) {
+        self.number = number
+        self.issuer = issuer
+        self.jti = jti
+        self.eventType = eventType
+        self.issuedAt = issuedAt
+        self.receivedAt = receivedAt
+        self.subject = subject
+        self.disposition = disposition
+        self.note = note
+        self.verificationState = verificationState
+        self.eventID = eventID
+    }
+}
+
+/// Where SETs are recorded and read back.
+public protocol SecurityEventStore: Sendable {
+    /// Records `received` in one transaction, once per `(issuer, jti)`: an update for a known
+    /// user becomes an event with the user's next sequence and a verification work item (the
+    /// verify worker records its signature as the outcome); a phone-number subject names the
+    /// user whose verified number it is, if exactly one, and is recorded as unmatched
+    /// otherwise. A SET recorded before changes nothing (`.duplicate`).
+    func receiveSecurityEvent(_ received: ReceivedSecurityEvent) async throws -> SecurityEventReceipt
+
+    /// Received SETs, newest first, at most `limit`: those recorded before the one numbered
+    /// `before` (the last of the previous page), and of `disposition` when given.
+    func securityEvents(disposition: SecurityEventDisposition?, before: Int64?, limit: Int) async throws -> [SecurityEventRecord]
+
+    /// The SET an event came from, or nil.
+    func securityEvent(eventID: String) async throws -> SecurityEventRecord?
+}

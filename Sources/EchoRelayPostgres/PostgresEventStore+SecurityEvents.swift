@@ -1,0 +1,98 @@
+import EchoRelayCore
+import Foundation
+import Logging
+import PostgresNIO
+
+extension PostgresEventStore: SecurityEventStore {
+    public func receiveSecurityEvent(_ received: ReceivedSecurityEvent) async throws -> SecurityEventReceipt {
+        try await transaction { connection in
+            var disposition = received.disposition
+            if case .update(let type, .phoneNumber(let number), let phone, let occurredAt) = disposition {
+                let users = try await connection.query(
+                    "SELECT user_id FROM users WHERE phone_number = \(number) LIMIT 2", logger: logger
+                ).decode(String.self).gathered()
+                disposition = users.count == 1
+                    ? .update(type, user: .user(users[0]), phoneNumber: phone, occurredAt: occurredAt)
+                    : .unmatched(users.isEmpty ? "no user has this verified phone number" : "several users have this verified phone number")
+            }
+            let (kind, note, state) = disposition.columns
+            let recorded = try await connection.query("""
+                INSERT INTO security_events (issuer, jti, event_type, issued_at, subject, fingerprint, disposition,
+                                             note, verification_state)
+                VALUES (\(received.issuer), \(received.jti), \(received.eventType), \(received.issuedAt), \(received.subject),
+                        \(ByteBuffer(bytes: received.fingerprint)), \(kind.rawValue), \(note), \(state))
+                ON CONFLICT (issuer, jti) DO NOTHING
+                RETURNING number
+                """, logger: logger).decode(Int64.self).gathered()
+            guard !recorded.isEmpty else { return SecurityEventReceipt.duplicate }
+            guard case .update(let type, .user(let userID), let phone, let occurredAt) = disposition else {
+                return .recorded(kind, event: nil)
+            }
+            // As the ingest statement does for a pushed event: the user's next sequence, the
+            // event (no echo credentials: its signature was checked), its work item.
+            let eventID = received.eventID
+            let sequence = try await connection.query("""
+                INSERT INTO user_sequences AS s (user_id, last_sequence) VALUES (\(userID), 1)
+                ON CONFLICT (user_id) DO UPDATE SET last_sequence = s.last_sequence + 1
+                RETURNING last_sequence
+                """, logger: logger).decode(Int64.self).gathered().first ?? 0
+            try await connection.query("""
+                INSERT INTO events (id, user_id, sequence, type, occurred_at, fingerprint, pushed_phone_number, source)
+                VALUES (\(eventID), \(userID), \(sequence), \(type.rawValue), \(occurredAt),
+                        \(ByteBuffer(bytes: received.fingerprint)), \(phone), 'set')
+                """, logger: logger)
+            try await connection.query(
+                "INSERT INTO work_items (kind, event_id) VALUES ('verify', \(eventID))", logger: logger
+            )
+            try await connection.query("""
+                UPDATE security_events SET event_id = \(eventID) WHERE issuer = \(received.issuer) AND jti = \(received.jti)
+                """, logger: logger)
+            if let wakePayload = wakeOtherProcesses?.next() {
+                try await connection.query(
+                    "SELECT pg_notify(\(PostgresWorkNotifications.channel), \(wakePayload))", logger: logger
+                )
+            }
+            return .recorded(.event, event: IngestReceipt(id: eventID, sequence: sequence, isDuplicate: false))
+        }
+    }
+
+    public func securityEvents(disposition: SecurityEventDisposition?, before: Int64?, limit: Int) async throws -> [SecurityEventRecord] {
+        do {
+            let rows = try await client.query("""
+                SELECT \(unescaped: Self.securityEventColumns) FROM security_events
+                WHERE (\(disposition?.rawValue)::text IS NULL OR disposition = \(disposition?.rawValue))
+                  AND (\(before)::int8 IS NULL OR number < \(before))
+                ORDER BY number DESC LIMIT \(limit)
+                """, logger: logger)
+            return try await rows.gathered().map(Self.securityEventRecord)
+        } catch {
+            throw StoreError.wrap(error)
+        }
+    }
+
+    public func securityEvent(eventID: String) async throws -> SecurityEventRecord? {
+        do {
+            let rows = try await client.query(
+                "SELECT \(unescaped: Self.securityEventColumns) FROM security_events WHERE event_id = \(eventID)", logger: logger
+            )
+            return try await rows.gathered().first.map(Self.securityEventRecord)
+        } catch {
+            throw StoreError.wrap(error)
+        }
+    }
+
+    static let securityEventColumns = """
+        number, issuer, jti, event_type, issued_at, received_at, subject, disposition, note, verification_state, event_id
+        """
+
+    static func securityEventRecord(_ row: PostgresRow) throws -> SecurityEventRecord {
+        let (number, issuer, jti, eventType, issuedAt, receivedAt, subject, disposition, note, state, eventID) =
+            try row.decode((Int64, String, String, String, Date, Date, String?, String, String?, String?, String?).self)
+        guard let kind = SecurityEventDisposition(rawValue: disposition) else {
+            throw StoreError.unexpected("security event \(number) has an unknown disposition")
+        }
+        return SecurityEventRecord(number: number, issuer: issuer, jti: jti, eventType: eventType, issuedAt: issuedAt,
+                                   receivedAt: receivedAt, subject: subject, disposition: kind, note: note,
+                                   verificationState: state, eventID: eventID)
+    }
+}

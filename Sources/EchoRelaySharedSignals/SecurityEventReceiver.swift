@@ -1,0 +1,113 @@
+import Crypto
+import EchoRelayCore
+import Foundation
+
+/// The settings of `POST /v1/sets`: whom SETs come from, who we are to them, where their keys
+/// are, and the push token they must carry. The endpoint is off unless issuer, audience and
+/// keys are all configured.
+public struct SecurityEventReceiverSettings: Sendable {
+    /// The transmitter's exact `iss` (`ECHORELAY_SET_ISSUER`).
+    public var issuer: String
+    /// Our `aud` (`ECHORELAY_SET_AUDIENCE`).
+    public var audience: String
+    /// The transmitter's JWKS (`ECHORELAY_SET_JWKS_URL`).
+    public var jwksURL: String
+    /// Plain http for the JWKS, for local testing only (`ECHORELAY_SET_ALLOW_HTTP=1`).
+    public var allowHTTP: Bool
+    /// When set, a push must carry `Authorization: Bearer <it>` (`ECHORELAY_SET_PUSH_TOKEN`).
+    public var pushToken: Secret?
+
+    public init(issuer: String, audience: String, jwksURL: String, allowHTTP: Bool = false, pushToken: Secret? = nil) {
+        self.issuer = issuer
+        self.audience = audience
+        self.jwksURL = jwksURL
+        self.allowHTTP = allowHTTP
+        self.pushToken = pushToken
+    }
+
+    /// What is wrong with the settings, each with the variable it concerns; empty when they can serve.
+    public var problems: [(setting: String, reason: String)] {
+        var problems: [(setting: String, reason: String)] = []
+        if issuer.isEmpty { problems.append(("ECHORELAY_SET_ISSUER", "must not be empty")) }
+        if audience.isEmpty { problems.append(("ECHORELAY_SET_AUDIENCE", "must not be empty")) }
+        if let problem = JWKSFetch.problem(url: jwksURL, allowHTTP: allowHTTP) {
+            problems.append(("ECHORELAY_SET_JWKS_URL", problem))
+        }
+        if let token = pushToken, token.revealed.count < 16 {
+            problems.append(("ECHORELAY_SET_PUSH_TOKEN", "must be at least 16 characters long"))
+        }
+        return problems
+    }
+}
+
+/// Checks pushed SETs and says what each one is to EchoRelay.
+public struct SecurityEventReceiver: Sendable {
+    public let settings: SecurityEventReceiverSettings
+    public let verifier: SecurityEventTokenVerifier
+
+    public init(settings: SecurityEventReceiverSettings, keys: TransmitterKeys) {
+        self.settings = settings
+        self.verifier = SecurityEventTokenVerifier(issuer: settings.issuer, audience: settings.audience, keys: keys)
+    }
+
+    /// Whether `authorization` (the request's header) carries the push token, when one is set.
+    /// Compared in constant time: the token is a credential.
+    public func isAuthorized(_ authorization: String?) -> Bool {
+        guard let token = settings.pushToken else { return true }
+        guard let authorization, authorization.count > 7, authorization.prefix(7).lowercased() == "bearer " else { return false }
+        let given = SHA256.hash(data: Data(authorization.dropFirst(7).utf8))
+        let expected = SHA256.hash(data: Data(token.revealed.utf8))
+        return given == expected  // digests compare in constant time
+    }
+
+    /// The SET `token` checked, and what the store is to record of it.
+    public func receive(_ token: String, now: Date = Date()) async -> Result<ReceivedSecurityEvent, SecurityEventRefusal> {
+        await verifier.verify(token, now: now).flatMap { event in
+            // Stored and indexed as text: no NUL, and a key short enough for any index.
+            guard event.jti.utf8.count <= Self.maximumJTILength else {
+                return .failure(.invalidRequest("jti is longer than \(Self.maximumJTILength) bytes"))
+            }
+            guard !TextRules.containsNUL(event.jti), !TextRules.containsNUL(event.eventType) else {
+                return .failure(.invalidRequest("jti and the event type must not contain NUL characters"))
+            }
+            return .success(Self.record(of: event, token: token, issuer: settings.issuer))
+        }
+    }
+
+    public static let maximumJTILength = 256
+
+    /// What the store records of a verified SET.
+    static func record(of event: VerifiedSecurityEvent, token: String, issuer: String) -> ReceivedSecurityEvent {
+        let claims = event.event.objectValue ?? [:]
+        let subject = event.subject ?? claims["subject"]
+        let disposition: ReceivedSecurityEvent.Disposition
+        switch SecurityEventMeaning(event, issuer: issuer) {
+        case .update(let type, let who, let phoneNumber):
+            // CAEP events say when the change happened (`event_timestamp`); others are taken as of `iat`.
+            let occurredAt = claims["event_timestamp"].flatMap(Self.seconds).map { Date(timeIntervalSince1970: $0) }
+                .flatMap { TextRules.isInStoredRange($0) ? $0 : nil } ?? event.issuedAt
+            switch who {
+            case .user(let id) where EventFieldRules.userIDProblem(id) != nil:
+                disposition = .unmatched("the subject's user id is not one EchoRelay can relay: \(EventFieldRules.userIDProblem(id)!)")
+            case .user(let id): disposition = .update(type, user: .user(id), phoneNumber: phoneNumber, occurredAt: occurredAt)
+            case .phoneNumber(let number): disposition = .update(type, user: .phoneNumber(number), phoneNumber: phoneNumber, occurredAt: occurredAt)
+            case .unmatched(let why): disposition = .unmatched(why)
+            }
+        case .verification(let state): disposition = .verification(state: state)
+        case .ignored(let why): disposition = .ignored(why)
+        }
+        return ReceivedSecurityEvent(
+            issuer: event.issuer, jti: event.jti, eventType: event.eventType, issuedAt: event.issuedAt,
+            subject: subject.map { String(decoding: $0.canonicalEncoding(), as: UTF8.self) },
+            fingerprint: Array(SHA256.hash(data: Data(token.utf8))), disposition: disposition
+        )
+    }
+
+    private static func seconds(_ value: JSONValue) -> TimeInterval? {
+        switch value {
+        case .integer(let seconds): TimeInterval(seconds)
+        case .number(let seconds): seconds
+        default: nil
+        }
+    }
+}
