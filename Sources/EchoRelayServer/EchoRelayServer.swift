@@ -65,7 +65,8 @@ public enum EchoRelayServer {
         }
         // Shared Signals: the transmitter's keys are fetched when the first SET names one.
         let securityEvents = configuration.role.servesAPI ? configuration.securityEvents.map { settings in
-            SecurityEventReceiver(settings: settings, keys: TransmitterKeys(fetch: JWKSFetch.from(settings.jwksURL)))
+            SecurityEventReceiver(settings: settings, keys: TransmitterKeys(refetchInterval: settings.keysRefetchInterval,
+                                                             fetch: JWKSFetch.from(settings.jwksURL)))
         } : nil
         if let settings = securityEvents?.settings {
             logger.info("receiving Shared Signals at POST /v1/sets", metadata: [

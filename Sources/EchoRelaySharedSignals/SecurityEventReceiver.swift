@@ -16,8 +16,13 @@ public struct SecurityEventReceiverSettings: Sendable {
     public var allowHTTP: Bool
     /// When set, a push must carry `Authorization: Bearer <it>` (`ECHORELAY_SET_PUSH_TOKEN`).
     public var pushToken: Secret?
+    /// The least time between two fetches of the keys for an unknown `kid`, so a flood of
+    /// SETs naming unknown keys cannot make us hammer the transmitter.
+    public var keysRefetchInterval: Duration
 
-    public init(issuer: String, audience: String, jwksURL: String, allowHTTP: Bool = false, pushToken: Secret? = nil) {
+    public init(issuer: String, audience: String, jwksURL: String, allowHTTP: Bool = false, pushToken: Secret? = nil,
+                keysRefetchInterval: Duration = .seconds(30)) {
+        self.keysRefetchInterval = keysRefetchInterval
         self.issuer = issuer
         self.audience = audience
         self.jwksURL = jwksURL

@@ -1,5 +1,6 @@
 import EchoRelayCore
 import EchoRelayServer
+import EchoRelaySharedSignals
 import Foundation
 import Logging
 import NIOHTTP1
@@ -35,8 +36,8 @@ struct EchoFixture: Sendable {
         delivery: DeliveryConfiguration = DeliveryConfiguration(
             timeout: .seconds(5), retrySchedule: [.milliseconds(100), .milliseconds(200)], allowPrivateSubscribers: true
         ),
-        secretKey: String? = nil, database: TestDatabase? = nil, logger: Logger = TestLogger.quiet,
-        _ body: @Sendable (EchoFixture) async throws -> Void
+        secretKey: String? = nil, database: TestDatabase? = nil, securityEvents: SecurityEventReceiverSettings? = nil,
+        logger: Logger = TestLogger.quiet, _ body: @Sendable (EchoFixture) async throws -> Void
     ) async throws {
         let provider = StandInProvider()
         provider.addConsumer(key: consumerKey, secret: consumerSecret)
@@ -45,7 +46,8 @@ struct EchoFixture: Sendable {
                 consumerKey: consumerKey, allowedHosts: [provider.host] + allowedHosts, allowHTTP: true, timeout: timeout,
                 retrySchedule: retrySchedule, lease: lease, pollInterval: .milliseconds(200)
             )
-            try await LiveServer.run(role: .all, echo: echo, delivery: delivery, secretKey: secretKey, logger: logger, database: database) { server in
+            try await LiveServer.run(role: .all, echo: echo, delivery: delivery, secretKey: secretKey, securityEvents: securityEvents,
+                                     logger: logger, database: database) { server in
                 try await body(EchoFixture(server: server, provider: provider))
             }
         }

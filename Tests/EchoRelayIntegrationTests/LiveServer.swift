@@ -1,5 +1,6 @@
 import EchoRelayCore
 import EchoRelayServer
+import EchoRelaySharedSignals
 import Foundation
 import Hummingbird
 import HummingbirdTesting
@@ -38,8 +39,8 @@ struct LiveServer: Sendable {
         echo: EchoConfiguration = noEcho, delivery: DeliveryConfiguration = DeliveryConfiguration(allowPrivateSubscribers: true),
         secretKey: String? = nil, requestTimeout: Duration = .seconds(30), ingestWait: Duration = .seconds(10),
         backlogLimit: Int? = ServerConfiguration.defaultBacklogLimit, backlogSampleInterval: Duration = .milliseconds(500),
-        consoleSessionSweepInterval: Duration = .seconds(300), logger: Logger = TestLogger.quiet,
-        database: TestDatabase? = nil, _ body: @Sendable (LiveServer) async throws -> Void
+        consoleSessionSweepInterval: Duration = .seconds(300), securityEvents: SecurityEventReceiverSettings? = nil,
+        logger: Logger = TestLogger.quiet, database: TestDatabase? = nil, _ body: @Sendable (LiveServer) async throws -> Void
     ) async throws {
         // A given database outlives this server, as across a restart.
         @Sendable func serve(_ database: TestDatabase) async throws {
@@ -48,7 +49,8 @@ struct LiveServer: Sendable {
                 ingestSecrets: ingestSecrets.map(Secret.init), adminToken: Secret(adminToken),
                 secretKey: secretKey.map(Secret.init), migrateAtStart: migrate, role: role, echo: echo, delivery: delivery,
                 requestTimeout: requestTimeout, ingestWait: ingestWait, backlogLimit: backlogLimit,
-                backlogSampleInterval: backlogSampleInterval, consoleSessionSweepInterval: consoleSessionSweepInterval
+                backlogSampleInterval: backlogSampleInterval, consoleSessionSweepInterval: consoleSessionSweepInterval,
+                securityEvents: securityEvents
             )
             let app = try await EchoRelayServer.makeApplication(configuration, logger: logger)
             try await app.test(.live) { client in
