@@ -33,6 +33,9 @@ struct SecurityEventsController<Context: RequestContext>: Sendable {
         } catch let refusal as Refusal {
             metrics.securityEventReceived(refusal.result)
             return refusal.response
+        } catch let problem as Problem where problem.status == .serviceUnavailable {
+            metrics.securityEventReceived(.overloaded)
+            throw problem
         } catch {
             metrics.securityEventReceived(.failed)
             throw error
@@ -49,11 +52,8 @@ struct SecurityEventsController<Context: RequestContext>: Sendable {
             throw Refusal(status: .badRequest, code: "invalid_request",
                           description: "the body must be sent as Content-Type: application/secevent+jwt", result: .refused)
         }
-        if let retryAfter = backlog?.admit() {
-            throw Refusal(status: .serviceUnavailable, code: "temporarily_unavailable",
-                          description: "the backlog of undelivered events is full; retry later",
-                          result: .overloaded, retryAfter: retryAfter)
-        }
+        // As for pushed events: the same 503 problem, which a transmitter retries.
+        if let retryAfter = backlog?.admit() { throw Problem.backlogFull(retryAfter: retryAfter) }
         let body = try await request.body.collect(upTo: context.maxUploadSize)
         let token = String(decoding: body.readableBytesView, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
 
@@ -90,18 +90,17 @@ struct SecurityEventsController<Context: RequestContext>: Sendable {
         return type.lowercased() == "application/secevent+jwt"
     }
 
-    /// An answer in RFC 8935's error form: `{"err": code, "description": text}`.
+    /// An answer in RFC 8935's error form: `{"err": code, "description": text}` (the other
+    /// answers, 413 and 503 among them, are problems as everywhere else).
     struct Refusal: Error {
         let status: HTTPResponse.Status
         let code: String
         let description: String
         let result: RelayMetrics.SecurityEventResult
-        var retryAfter: Int?
 
         var response: Response {
             var headers: HTTPFields = [.contentType: "application/json"]
             if status == .unauthorized { headers[.wwwAuthenticate] = "Bearer" }
-            if let retryAfter { headers[.retryAfter] = String(retryAfter) }
             let body = (try? JSONEncoder().encode(["err": code, "description": description])) ?? Data()
             return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: body)))
         }

@@ -2,6 +2,7 @@ import EchoRelayCore
 import EchoRelayHTTP
 import EchoRelayPostgres
 import EchoRelayServer
+import EchoRelaySharedSignals
 import Foundation
 import Hummingbird
 import Logging
@@ -67,37 +68,41 @@ import TestSupport
         let client = PostgresClient(configuration: .init(host: "127.0.0.1", port: 1, username: "nobody", password: nil,
                                                          database: nil, tls: .disable))
         let store = PostgresEventStore(client: client, logger: TestLogger.quiet)
+        let transmitter = SecurityEventReceiverSettings(issuer: "https://idp.example/", audience: "echorelay",
+                                                        jwksURL: "https://idp.example/jwks")
         return buildRouter(servesAPI: servesAPI, HTTPDependencies(
             store: store, subscriberURLPolicy: SubscriberURLPolicy(allowPrivate: false), ingestSecrets: [],
-            authorizer: BearerAuthorizer(adminToken: nil, tokens: nil)
+            authorizer: BearerAuthorizer(adminToken: nil, tokens: nil),
+            securityEvents: SecurityEventReceiver(settings: transmitter, keys: TransmitterKeys { [] })
         ))
     }
 
     // MARK: Live answers against the schemas
 
     @Test func aLiveServersAnswersToEveryOperationMatchTheSchemas() async throws {
-        try await EchoFixture.run(retrySchedule: [.milliseconds(100)], delivery: DeliveryConfiguration(
-            timeout: .seconds(5), retrySchedule: [.milliseconds(100)], allowPrivateSubscribers: true
-        )) { f in
-            try await StandInSubscriber().run { subscriber in
-                let log = try await Self.exerciseEveryOperation(f, subscriber)
-                let results = try Self.validate(log.exchanges)
-                try #require(results.count == log.exchanges.count)
-                for (exchange, result) in zip(log.exchanges, results) {
-                    #expect(result.errors.isEmpty, """
-                        \(exchange.method) \(exchange.path) answered \(exchange.status) \
-                        \(String(decoding: Data(base64Encoded: exchange.body) ?? Data(), as: UTF8.self).prefix(600)):
-                        \(result.errors.joined(separator: "\n"))
-                        """)
-                }
+        let delivery = DeliveryConfiguration(timeout: .seconds(5), retrySchedule: [.milliseconds(100)], allowPrivateSubscribers: true)
+        try await SharedSignalsTests.withJWKS { transmitter, _, material in
+            try await EchoFixture.run(retrySchedule: [.milliseconds(100)], delivery: delivery, securityEvents: transmitter) { f in
+                try await StandInSubscriber().run { subscriber in
+                    let log = try await Self.exerciseEveryOperation(f, subscriber, sets: material.tokens)
+                    let results = try Self.validate(log.exchanges)
+                    try #require(results.count == log.exchanges.count)
+                    for (exchange, result) in zip(log.exchanges, results) {
+                        #expect(result.errors.isEmpty, """
+                            \(exchange.method) \(exchange.path) answered \(exchange.status) \
+                            \(String(decoding: Data(base64Encoded: exchange.body) ?? Data(), as: UTF8.self).prefix(600)):
+                            \(result.errors.joined(separator: "\n"))
+                            """)
+                    }
 
-                // Every described operation was exercised and answered with success at least once.
-                let succeeded = Set(zip(log.exchanges, results).compactMap { exchange, result -> String? in
-                    guard (200..<300).contains(exchange.status), let operation = result.operation else { return nil }
-                    return operation.joined(separator: " ")
-                })
-                let described = Set(try Self.describedDocument().operations.map { $0.joined(separator: " ") })
-                #expect(described.subtracting(succeeded).sorted() == [], "operations with no successful exchange")
+                    // Every described operation was exercised and answered with success at least once.
+                    let succeeded = Set(zip(log.exchanges, results).compactMap { exchange, result -> String? in
+                        guard (200..<300).contains(exchange.status), let operation = result.operation else { return nil }
+                        return operation.joined(separator: " ")
+                    })
+                    let described = Set(try Self.describedDocument().operations.map { $0.joined(separator: " ") })
+                    #expect(described.subtracting(succeeded).sorted() == [], "operations with no successful exchange")
+                }
             }
         }
     }
@@ -115,7 +120,7 @@ import TestSupport
     /// A request of every operation, answered with success and with its usual refusals,
     /// through the full pipeline: verification by the stand-in provider, deliveries to the
     /// stand-in subscriber (one of them dead-lettered), replays, redrive, audit.
-    static func exerciseEveryOperation(_ f: EchoFixture, _ subscriber: StandInSubscriber) async throws -> ExchangeLog {
+    static func exerciseEveryOperation(_ f: EchoFixture, _ subscriber: StandInSubscriber, sets: [String: String]) async throws -> ExchangeLog {
         let log = ExchangeLog(http: f.server.http)
         let admin = LiveServer.adminToken
         let support = try await SubscriptionsAPITests.token("support", "Sam from support", f.server)
@@ -204,6 +209,28 @@ import TestSupport
         let unverifiableID = try Self.id(of: unverifiable)
         #expect(try await log.ingest(unverifiable).status == 202)
         #expect(try await f.outcome(of: unverifiableID)["status"] as? String == "unverifiable")
+
+        // Shared Signals: SETs recorded, one an event; refusals in RFC 8935's form.
+        let jwt = [("Content-Type", "application/secevent+jwt")]
+        for name in ["verification", "credential-change", "session-revoked"] {
+            #expect(try await log.send(.POST, "/v1/sets", raw: Array(try #require(sets[name]).utf8), headers: jwt).status == 202)
+        }
+        #expect(try await log.send(.POST, "/v1/sets", raw: Array(try #require(sets["verification"]).utf8), headers: jwt).status == 202,
+                "the same SET again")
+        #expect(try await log.send(.POST, "/v1/sets", validate: false, raw: Array(try #require(sets["wrong-audience"]).utf8),
+                                   headers: jwt).status == 400)
+        #expect(try await log.send(.POST, "/v1/sets", validate: false, raw: Array("not a token".utf8), headers: jwt).status == 400)
+        #expect(try await log.send(.POST, "/v1/sets", validate: false, raw: Array(try #require(sets["verification"]).utf8),
+                                   headers: [("Content-Type", "application/jwt")]).status == 400)
+        let received = try #require(try await log.send(.GET, "/v1/sets?limit=1", token: support).json)
+        let setCursor = try #require(received["next_cursor"] as? String)
+        #expect(try await log.send(.GET, "/v1/sets?limit=1&cursor=\(setCursor)", token: admin).status == 200)
+        let setEvent = try #require(try await log.send(.GET, "/v1/sets?disposition=event", token: admin).json)
+        let setEventID = try #require((setEvent["security_events"] as? [[String: Any]])?.first?["event_id"] as? String)
+        #expect(try await f.outcome(of: setEventID)["reason"] as? String == "set_signature")
+        #expect(try await log.send(.GET, "/v1/events/\(Self.query(setEventID))", token: support).status == 200)
+        #expect(try await log.send(.GET, "/v1/sets?disposition=lost", token: admin, validate: false).status == 400)
+        #expect(try await log.send(.GET, "/v1/sets", validate: false).status == 401)
 
         // Events and users.
         #expect(try await log.send(.GET, "/v1/events/\(changedID)", token: support).status == 200)
@@ -328,19 +355,26 @@ import TestSupport
         let seed = environment["ECHORELAY_FUZZ_SEED"] ?? "20261123"
         let examples = environment["ECHORELAY_FUZZ_EXAMPLES"] ?? "10"
         let operations = try Self.describedDocument().operations.count
-        try await LiveServer.run { server in
-            // The file itself, which the first test holds equal to what the server serves.
-            let (status, output, errors) = try await Self.openAPICheck([
-                "fuzz", Self.documentPath, "--url", server.http.baseURL,
-                "--token", LiveServer.adminToken, "--ingest-secret", LiveServer.ingestSecret,
-                "--examples", examples, "--seed", seed,
-                "--phases", "examples,coverage,fuzzing,stateful",
-                "--checks", "not_a_server_error,status_code_conformance,content_type_conformance,"
-                    + "response_schema_conformance,response_headers_conformance,negative_data_rejection",
-            ], timeout: .seconds(240))
-            let text = String(decoding: output, as: UTF8.self)
-            #expect(status == 0, "schemathesis (seed \(seed)) found problems:\n\(text)\n\(errors)")
-            #expect(text.contains("\(operations) selected / \(operations) total"), "every operation is fuzzed:\n\(text)")
+        // A transmitter is configured, so the fuzzing reaches the SET parser (its keys: none it knows).
+        let jwks = Router()
+        jwks.get("/jwks") { _, _ in #"{"keys":[]}"# }
+        try await LoopbackServer.run(jwks) { port in
+            let transmitter = SecurityEventReceiverSettings(issuer: "https://idp.example/", audience: "echorelay",
+                                                            jwksURL: "http://127.0.0.1:\(port)/jwks", allowHTTP: true)
+            try await LiveServer.run(securityEvents: transmitter) { server in
+                // The file itself, which the first test holds equal to what the server serves.
+                let (status, output, errors) = try await Self.openAPICheck([
+                    "fuzz", Self.documentPath, "--url", server.http.baseURL,
+                    "--token", LiveServer.adminToken, "--ingest-secret", LiveServer.ingestSecret,
+                    "--examples", examples, "--seed", seed,
+                    "--phases", "examples,coverage,fuzzing,stateful",
+                    "--checks", "not_a_server_error,status_code_conformance,content_type_conformance,"
+                        + "response_schema_conformance,response_headers_conformance,negative_data_rejection",
+                ], timeout: .seconds(240))
+                let text = String(decoding: output, as: UTF8.self)
+                #expect(status == 0, "schemathesis (seed \(seed)) found problems:\n\(text)\n\(errors)")
+                #expect(text.contains("\(operations) selected / \(operations) total"), "every operation is fuzzed:\n\(text)")
+            }
         }
     }
 

@@ -150,6 +150,36 @@ import TestSupport
         #expect(!refusal.description.contains("\"n\""))
     }
 
+    /// Fuzzing the parser with tokens damaged one byte at a time, and with cut and spliced ones:
+    /// each is refused with a registered code, or (a change the decoding cannot see, such as
+    /// the spare bits of a base64url character) verifies as the same SET. Nothing else.
+    @Test func damagedTokensAreRefusedWithARegisteredCode() async throws {
+        let material = try await Self.material()
+        let verifier = Self.verifier(Published(material.jwksInitial), refetchInterval: .seconds(3600))
+        let original = Array(try #require(material.tokens["es256"]).utf8)
+        let jti = try await verifier.verify(String(decoding: original, as: UTF8.self)).get().jti
+        var generator = SystemRandomNumberGenerator()
+        let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.=+/{}\"\u{0} é".utf8)
+        var damaged: [[UInt8]] = []
+        for _ in 0..<300 {
+            var token = original
+            token[Int.random(in: 0..<token.count, using: &generator)] = alphabet.randomElement(using: &generator)!
+            damaged.append(token)
+        }
+        for cut in stride(from: 0, to: original.count, by: 17) { damaged.append(Array(original[..<cut])) }
+        let parts = String(decoding: original, as: UTF8.self).split(separator: ".").map(String.init)
+        let other = try #require(material.tokens["rs256"]).split(separator: ".").map(String.init)
+        damaged += [[parts[0], other[1], parts[2]], [other[0], parts[1], parts[2]], [parts[0], parts[1], other[2]],
+                    [parts[0], parts[1]], parts + [parts[2]]].map { Array($0.joined(separator: ".").utf8) }
+        let codes: Set = ["invalid_request", "invalid_key", "invalid_issuer", "invalid_audience"]
+        for token in damaged {
+            switch await verifier.verify(String(decoding: token, as: UTF8.self)) {
+            case .failure(let refusal): #expect(codes.contains(refusal.code), "\(refusal)")
+            case .success(let event): #expect(event.jti == jti, "a damaged token verified as another SET")
+            }
+        }
+    }
+
     /// A key published after start is found by fetching the keys again; unknown key ids do not
     /// make us fetch more than once an interval.
     @Test func aKeyPublishedAfterStartIsFetchedAndUnknownKidsAreRateLimited() async throws {

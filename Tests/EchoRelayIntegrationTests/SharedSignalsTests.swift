@@ -102,10 +102,10 @@ import TestSupport
         }
     }
 
-    /// Runs a live server that takes SETs from a transmitter whose JWKS is served on loopback.
-    static func withTransmitter(
+    /// Serves the transmitter's JWKS on loopback and gives the settings of a receiver that trusts it.
+    static func withJWKS(
         pushToken: String? = nil,
-        _ body: @Sendable (EchoFixture, SecurityEventTokenTests.Published, Material) async throws -> Void
+        _ body: @Sendable (SecurityEventReceiverSettings, SecurityEventTokenTests.Published, Material) async throws -> Void
     ) async throws {
         let material = try await material()
         let jwks = SecurityEventTokenTests.Published(material.jwks_initial)
@@ -117,6 +117,16 @@ import TestSupport
             let settings = SecurityEventReceiverSettings(issuer: issuer, audience: audience, jwksURL: "http://127.0.0.1:\(port)/jwks",
                                                          allowHTTP: true, pushToken: pushToken.map(Secret.init),
                                                          keysRefetchInterval: refetchInterval)
+            try await body(settings, jwks, material)
+        }
+    }
+
+    /// Runs a live server that takes SETs from a transmitter whose JWKS is served on loopback.
+    static func withTransmitter(
+        pushToken: String? = nil,
+        _ body: @Sendable (EchoFixture, SecurityEventTokenTests.Published, Material) async throws -> Void
+    ) async throws {
+        try await withJWKS(pushToken: pushToken) { settings, jwks, material in
             try await EchoFixture.run(securityEvents: settings) { f in
                 try await body(f, jwks, material)
             }
