@@ -6,7 +6,8 @@ import Testing
 /// reaches the container, but for those meant only for trying EchoRelay out on one machine.
 @Suite struct ComposeSettingsTests {
     static let root = DocsLinksTests.root
-    static let forTryingOutOnly: Set = ["ECHORELAY_DEMO", "ECHORELAY_ECHO_ALLOW_HTTP", "ECHORELAY_ALLOW_PRIVATE_SUBSCRIBERS"]
+    static let forTryingOutOnly: Set = ["ECHORELAY_DEMO", "ECHORELAY_ECHO_ALLOW_HTTP", "ECHORELAY_ALLOW_PRIVATE_SUBSCRIBERS",
+                                        "ECHORELAY_SET_ALLOW_HTTP"]
 
     /// The environment variables of the README's configuration table.
     static func documentedSettings() throws -> Set<String> {

@@ -1,4 +1,5 @@
 import EchoRelayCore
+import EchoRelaySharedSignals
 import Foundation
 import NIOHTTP1
 import Testing
@@ -130,6 +131,35 @@ import TestSupport
             #expect(again.status == 0, "\(again.output)")
             #expect(again.output == first.output, "a retry with the same id gets the stored receipt")
             #expect(try await server.rowCounts()["events"] == 1)
+        }
+    }
+
+    /// The stand-in transmitter of docs/identity-provider.md, run as written: its SET is
+    /// accepted with the key it publishes, and becomes the user's event, verified by its signature.
+    @Test func theStandInTransmitterPushesASetThatBecomesAVerifiedEvent() async throws {
+        let jwksPort = try freeLoopbackPort()
+        let settings = SecurityEventReceiverSettings(
+            issuer: "https://idp.example.com/", audience: "https://echorelay.example.com/",
+            jwksURL: "http://127.0.0.1:\(jwksPort)/jwks.json", allowHTTP: true, pushToken: Secret("docs-example-push-token-0123")
+        )
+        try await EchoFixture.run(securityEvents: settings) { f in
+            let transmitter = try Self.start("transmitter.py", in: "docs/identity-provider.md", interpreter: "python3",
+                                             arguments: ["user-42"], environment: [
+                "ECHORELAY_URL": f.server.http.baseURL, "ECHORELAY_SET_ISSUER": settings.issuer,
+                "ECHORELAY_SET_AUDIENCE": settings.audience, "ECHORELAY_SET_PUSH_TOKEN": "docs-example-push-token-0123",
+                "JWKS_PORT": "\(jwksPort)",
+            ])
+            #expect(try await transmitter.wait(timeout: .seconds(60)) == 0, "\(String(decoding: transmitter.standardError, as: UTF8.self))")
+            let output = String(decoding: transmitter.standardOutput, as: UTF8.self)
+            #expect(output.hasPrefix("202 "), "\(output)")
+
+            let recorded = try await f.server.http.get("/v1/sets", bearer: LiveServer.adminToken).json
+            let set = try #require((recorded?["security_events"] as? [[String: Any]])?.first)
+            #expect(output.contains(try #require(set["jti"] as? String)))
+            let event = try await f.outcome(of: try #require(set["event_id"] as? String))
+            #expect(event["user_id"] as? String == "user-42")
+            #expect(event["type"] as? String == "token.rotated")
+            #expect(event["reason"] as? String == "set_signature")
         }
     }
 }
