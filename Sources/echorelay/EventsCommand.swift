@@ -133,7 +133,9 @@ struct EventsCommand: AsyncParsableCommand {
                 ("occurred at", event.occurredAt), ("received at", event.receivedAt),
                 ("decided at", TextOutput.orDash(event.decidedAt)), ("verified at", TextOutput.orDash(event.verifiedAt)),
                 ("provider", provider),
-            ])]
+            ] + (event.securityEvent.map { origin in
+                [("received as", "SET \(origin.jti) from \(origin.issuer), \(origin.eventType)")]
+            } ?? []))]
             if event.deliveries.isEmpty {
                 sections.append("no deliveries")
             }
@@ -273,10 +275,24 @@ struct EventDetail: Decodable {
     let decidedAt: String?
     let verifiedAt: String?
     let provider: Provider?
+    let securityEvent: SecurityEventOrigin?
     let deliveries: [Delivery]
+
+    /// The Security Event Token the event came as (`source` `set`).
+    struct SecurityEventOrigin: Decodable {
+        let issuer: String
+        let jti: String
+        let eventType: String
+
+        enum CodingKeys: String, CodingKey {
+            case issuer, jti
+            case eventType = "event_type"
+        }
+    }
 
     enum CodingKeys: String, CodingKey {
         case id, type, sequence, status, reason, provider, deliveries
+        case securityEvent = "security_event"
         case userID = "user_id"
         case occurredAt = "occurred_at"
         case receivedAt = "received_at"

@@ -279,6 +279,42 @@ import TestSupport
         }
     }
 
+    /// Support sees the SETs from the command line (`echorelay sets`, `events show`) and the
+    /// console's event page.
+    @Test func supportSeesTheSetsAndWhereAnEventCameFromInTheCommandLineAndTheConsole() async throws {
+        try await Self.withTransmitter { f, _, material in
+            for name in ["credential-change", "session-revoked", "email-only"] {
+                #expect(try await Self.push(try #require(material.tokens[name]), to: f.server).status == 202)
+            }
+            let table = try await SupportCommandLineTests.cli(["sets"], f.server)
+            #expect(table.status == 0, "\(table.stderr)")
+            let rows = table.stdout.split(separator: "\n").dropFirst().map(String.init)
+            #expect(rows.count == 3, "\(table.stdout)")
+            #expect(rows[0].contains("email-only") && rows[0].contains("account-disabled") && rows[0].contains("unmatched"))
+            #expect(rows[1].contains("session-revoked") && rows[1].contains("ignored")
+                    && rows[1].contains("an event type EchoRelay does not relay"))
+            let eventID = try #require(rows[2].split(separator: " ").last.map(String.init))
+            #expect(rows[2].contains("credential-change") && rows[2].contains("event") && eventID.hasPrefix("set:"), "\(rows[2])")
+
+            let unmatched = try await SupportCommandLineTests.cli(["sets", "--disposition", "unmatched", "--json"], f.server)
+            let json = try SupportCommandLineTests.object(unmatched)
+            #expect((json["security_events"] as? [[String: Any]])?.map { $0["jti"] as? String } == ["email-only"])
+            let refused = try await SupportCommandLineTests.cli(["sets", "--disposition", "lost"], f.server)
+            #expect(refused.status != 0 && refused.stderr.contains("--disposition must be event, verification, ignored or unmatched"))
+
+            _ = try await f.outcome(of: eventID)
+            let shown = try await SupportCommandLineTests.cli(["events", "show", eventID], f.server)
+            #expect(shown.stdout.contains("SET credential-change from \(Self.issuer), \(Self.caep)credential-change"), "\(shown.stdout)")
+            #expect(shown.stdout.contains("set_signature"))
+
+            let browser = ConsoleBrowser(port: f.server.http.port)
+            #expect(try await browser.signIn(token: LiveServer.adminToken).status == 303)
+            let page = try await browser.get("/console/events/\(eventID)")
+            #expect(page.status == 200)
+            #expect(page.text.contains("a Security Event Token <code>credential-change</code> from <code>\(Self.issuer)</code>"), "\(page.text)")
+        }
+    }
+
     /// Without a configured transmitter the endpoint does not exist.
     @Test func withoutATransmitterPostingASetIsNotFound() async throws {
         try await LiveServer.run { server in

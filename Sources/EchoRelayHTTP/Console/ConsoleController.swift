@@ -281,7 +281,9 @@ struct ConsoleController<Context: RequestContext>: Sendable {
         guard let event = try await store.event(id: id) else { throw Problem.notFound("no event with id \"\(id)\"") }
         async let deliveries = store.deliveries(eventID: id)
         let subscriptions = event.status == .verified ? try await allSubscriptions().filter { $0.eventTypes.contains(event.type) } : []
-        let page = EventPage(event, deliveries: try await deliveries, subscriptions: subscriptions, reasonDraft: reasonDraft, now: now())
+        let origin = event.source == .set ? try await store.securityEvent(eventID: id) : nil
+        let page = EventPage(event, deliveries: try await deliveries, subscriptions: subscriptions, securityEvent: origin,
+                             reasonDraft: reasonDraft, now: now())
         return signed.page("event", title: "Event \(id)", status: status, notice: notice, problem: problem, page)
     }
 

@@ -139,9 +139,17 @@ struct EventPage {
         let url: String
     }
 
+    /// The Security Event Token an event came as.
+    struct Origin {
+        let issuer: String
+        let jti: String
+        let eventType: String
+    }
+
     let id: String
     let userID: String
     let userLink: String
+    let securityEvent: Origin?
     let type: String
     let sequence: Int64
     let status: String
@@ -156,8 +164,10 @@ struct EventPage {
     let replayAction: String
     let reasonDraft: String
 
-    init(_ event: StoredEvent, deliveries: [DeliveryRecord], subscriptions: [Subscription], reasonDraft: String, now: Date) {
+    init(_ event: StoredEvent, deliveries: [DeliveryRecord], subscriptions: [Subscription], securityEvent: SecurityEventRecord? = nil,
+         reasonDraft: String, now: Date) {
         id = event.id
+        self.securityEvent = securityEvent.map { Origin(issuer: $0.issuer, jti: $0.jti, eventType: $0.eventType) }
         userID = event.userID
         userLink = ConsolePath.user(event.userID)
         type = event.type.rawValue

@@ -1,0 +1,89 @@
+import ArgumentParser
+import EchoRelayCore
+import Foundation
+
+/// `echorelay sets`: the Security Event Tokens a Shared Signals transmitter pushed, and what
+/// each became. A client of the HTTP API, for support staff.
+struct SetsCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "sets",
+        abstract: "List the Security Event Tokens received at POST /v1/sets, newest first, and what each became (a client of the API).",
+        discussion: """
+            Example:
+              echorelay sets --disposition unmatched
+
+            What a SET became: event (an event of its user; `echorelay events show <event>` shows \
+            it), verification (the transmitter's verification event, with its state), ignored (an \
+            event type EchoRelay does not relay) or unmatched (an update whose subject names no \
+            user EchoRelay knows; the note says why). --json prints each SET's subject too.
+
+            Needs a token with the admin or support role (ECHORELAY_TOKEN). \(ClientHelp.exitStatus)
+            """
+    )
+
+    @Option(help: ArgumentHelp("Only SETs that became this: event, verification, ignored or unmatched.", valueName: "disposition"))
+    var disposition: String?
+
+    @Option(help: "Items per request, 1–100. (default: the server's, 50)")
+    var limit: Int?
+
+    @Option(help: "Start from this page: the next_cursor of an earlier --json answer.")
+    var cursor: String?
+
+    @Flag(help: "Follow the pages to the end instead of stopping after the first.")
+    var all = false
+
+    @OptionGroup var client: ClientOptions
+
+    func validate() throws {
+        if let disposition, SecurityEventDisposition(rawValue: disposition) == nil {
+            throw ValidationError("--disposition must be event, verification, ignored or unmatched, got \"\(disposition)\"")
+        }
+        if let limit, !(1...100).contains(limit) { throw ValidationError("--limit must be 1–100, got \(limit)") }
+    }
+
+    func run() async throws {
+        try await client.run { api in
+            var query: [(String, String)] = []
+            if let disposition { query.append(("disposition", disposition)) }
+            if let limit { query.append(("limit", String(limit))) }
+            let pages = try await Pages.fetch(api, ["v1", "sets"], query: query, cursor: cursor, all: all)
+            if client.json { return printJSON(try pages.json(listKey: "security_events")) }
+            let received = try pages.items(SecurityEventsPage.self, \.security_events)
+            print(received.isEmpty ? "no SETs received" + (disposition.map { " that became \($0)" } ?? "") : Self.table(received))
+            pages.hintMore("SETs")
+        }
+    }
+
+    static func table(_ received: [ReceivedSet]) -> String {
+        TextOutput.table(
+            ["RECEIVED", "JTI", "EVENT TYPE", "BECAME", "DETAIL"],
+            received.map { set in
+                let detail = switch set.disposition {
+                case "event": set.event_id ?? "- (the event was deleted)"
+                case "verification": "state " + TextOutput.orDash(set.verification_state)
+                default: TextOutput.orDash(set.note)
+                }
+                // The event type's last path segment names it; --json has the whole URI.
+                let type = set.event_type.split(separator: "/").last.map(String.init) ?? set.event_type
+                return [TextOutput.time(set.received_at), TextOutput.shortened(set.jti, to: 40), type, set.disposition, detail]
+            }
+        )
+    }
+}
+
+/// `GET /v1/sets`.
+struct SecurityEventsPage: Decodable {
+    let security_events: [ReceivedSet]
+}
+
+/// One received SET, as the table shows it.
+struct ReceivedSet: Decodable {
+    let jti: String
+    let event_type: String
+    let received_at: String
+    let disposition: String
+    let note: String?
+    let verification_state: String?
+    let event_id: String?
+}
