@@ -20,7 +20,10 @@ import Glibc
                      "ECHORELAY_ECHO_ALLOWED_HOSTS", "ECHORELAY_ECHO_ALLOW_HTTP", "ECHORELAY_ECHO_TIMEOUT",
                      "ECHORELAY_ECHO_RETRY_SCHEDULE", "ECHORELAY_LEASE", "ECHORELAY_VERIFY_CONCURRENCY",
                      "--secret-key", "ECHORELAY_SECRET_KEY", "reseal", "--backlog-limit", "ECHORELAY_BACKLOG_LIMIT",
-                     "--private-subscribers", "ECHORELAY_PRIVATE_SUBSCRIBERS", "--subscriber-ca-file", "ECHORELAY_SUBSCRIBER_CA_FILE"] {
+                     "--private-subscribers", "ECHORELAY_PRIVATE_SUBSCRIBERS", "--subscriber-ca-file", "ECHORELAY_SUBSCRIBER_CA_FILE",
+                     "--set-issuer", "ECHORELAY_SET_ISSUER", "--set-audience", "ECHORELAY_SET_AUDIENCE", "--set-jwks-url",
+                     "ECHORELAY_SET_JWKS_URL", "--set-allow-http", "ECHORELAY_SET_ALLOW_HTTP", "--set-push-token",
+                     "ECHORELAY_SET_PUSH_TOKEN"] {
             #expect(result.stdout.contains(name), "serve --help does not mention \(name)")
         }
     }
@@ -122,6 +125,29 @@ import Glibc
             #expect(result.status != 0)
             #expect(result.stderr.contains("ECHORELAY_SUBSCRIBER_CA_FILE: " + reason), "\(result.stderr)")
         }
+    }
+
+    /// Shared Signals settings that cannot serve stop `serve` at start, naming the setting and
+    /// never quoting the push token.
+    @Test(arguments: [
+        (["ECHORELAY_SET_ISSUER": "https://idp.example/"],
+         "ECHORELAY_SET_AUDIENCE: is required to receive Shared Signals: set ECHORELAY_SET_ISSUER, ECHORELAY_SET_AUDIENCE and ECHORELAY_SET_JWKS_URL together"),
+        (["ECHORELAY_SET_PUSH_TOKEN": "a-push-token-of-enough-length"], "ECHORELAY_SET_ISSUER: is required to receive Shared Signals"),
+        (["ECHORELAY_SET_ISSUER": "https://idp.example/", "ECHORELAY_SET_AUDIENCE": "echorelay",
+          "ECHORELAY_SET_JWKS_URL": "http://idp.example/jwks.json"],
+         "ECHORELAY_SET_JWKS_URL: must use https (plain http only with ECHORELAY_SET_ALLOW_HTTP=1)"),
+        (["ECHORELAY_SET_ISSUER": "https://idp.example/", "ECHORELAY_SET_AUDIENCE": "echorelay",
+          "ECHORELAY_SET_JWKS_URL": "https://idp.example/jwks.json", "ECHORELAY_SET_PUSH_TOKEN": "short-secret"],
+         "ECHORELAY_SET_PUSH_TOKEN: must be at least 16 characters long"),
+    ])
+    func serveRefusesSharedSignalsSettingsThatCannotServe(settings: [String: String], message: String) async throws {
+        let result = try await ChildProcess.run(["serve", "--port", String(try freeLoopbackPort())], environment: [
+            "ECHORELAY_DATABASE_URL": "postgres://echorelay@127.0.0.1:1/none", "ECHORELAY_INGEST_SECRETS": LiveServer.ingestSecret,
+            "ECHORELAY_CONSUMER_KEY": "k", "ECHORELAY_ECHO_ALLOWED_HOSTS": "api.example.com",
+        ].merging(settings) { $1 })
+        #expect(result.status != 0)
+        #expect(result.stderr.contains(message), "\(result.stderr)")
+        #expect(!result.stderr.contains("short-secret") && !result.stderr.contains("a-push-token-of-enough-length"))
     }
 
     @Test func serveRefusesABadDatabaseURLWithoutRepeatingIt() async throws {

@@ -2,12 +2,16 @@ import EchoRelayCore
 import EchoRelaySharedSignals
 import Foundation
 import Hummingbird
+import Logging
 import NIOCore
 import NIOHTTP1
 import PostgresNIO
 import Synchronization
 import Testing
 import TestSupport
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// `POST /v1/sets` end to end: SETs made and signed by Python's jwcrypto, the transmitter's
 /// keys served by a JWKS endpoint on loopback, a live server on PostgreSQL with its workers,
@@ -123,11 +127,11 @@ import TestSupport
 
     /// Runs a live server that takes SETs from a transmitter whose JWKS is served on loopback.
     static func withTransmitter(
-        pushToken: String? = nil,
+        pushToken: String? = nil, logger: Logger = TestLogger.quiet,
         _ body: @Sendable (EchoFixture, SecurityEventTokenTests.Published, Material) async throws -> Void
     ) async throws {
         try await withJWKS(pushToken: pushToken) { settings, jwks, material in
-            try await EchoFixture.run(securityEvents: settings) { f in
+            try await EchoFixture.run(securityEvents: settings, logger: logger) { f in
                 try await body(f, jwks, material)
             }
         }
@@ -312,6 +316,68 @@ import TestSupport
             let page = try await browser.get("/console/events/\(eventID)")
             #expect(page.status == 200)
             #expect(page.text.contains("a Security Event Token <code>credential-change</code> from <code>\(Self.issuer)</code>"), "\(page.text)")
+        }
+    }
+
+    /// Neither the push token nor a SET's signature reaches the logs, at any level, whether
+    /// the push is accepted, refused or unauthenticated.
+    @Test func thePushTokenAndTheSetsNeverReachTheLogs() async throws {
+        let logs = LogCapture()
+        let wrongToken = "set-push-token-guessed-0123456789"
+        try await Self.withTransmitter(pushToken: Self.pushToken, logger: logs.logger) { f, _, material in
+            let accepted = try #require(material.tokens["credential-change"])
+            #expect(try await Self.push(accepted, to: f.server, bearer: Self.pushToken).status == 202)
+            #expect(try await Self.push(try #require(material.tokens["imposter"]), to: f.server, bearer: Self.pushToken).status == 400)
+            #expect(try await Self.push(accepted, to: f.server, bearer: wrongToken).status == 401)
+            let text = logs.text
+            #expect(text.contains("SET refused") && text.contains("SET accepted as an event"), "the pushes were logged")
+            var secrets = [Self.pushToken, wrongToken]
+            for name in ["credential-change", "imposter"] {
+                secrets.append(String(try #require(material.tokens[name]).split(separator: ".").last ?? ""))
+            }
+            for secret in secrets {
+                #expect(!text.contains(secret), "a token or a signature reached the logs")
+            }
+        }
+    }
+
+    /// The embedded store, as the docs' "trying it on one machine" runs it: `serve --demo` on
+    /// SQLite with the transmitter's settings; two SETs reach a subscriber in order, signed.
+    @Test func onTheEmbeddedStoreSetsBecomeEventsDeliveredInOrder() async throws {
+        try await Self.withJWKS { settings, _, material in
+            try await EmbeddedServeTests.withFolder { folder in
+                try await StandInSubscriber().run { subscriber in
+                    let port = try freeLoopbackPort()
+                    let http = HTTPTestClient(port: port)
+                    let serve = try ChildProcess(["serve", "--demo", "--port", String(port)], environment: [
+                        "ECHORELAY_ADMIN_TOKEN": LiveServer.adminToken, "ECHORELAY_SET_ISSUER": settings.issuer,
+                        "ECHORELAY_SET_AUDIENCE": settings.audience, "ECHORELAY_SET_JWKS_URL": settings.jwksURL,
+                        "ECHORELAY_SET_ALLOW_HTTP": "1", "ECHORELAY_LOG_LEVEL": "notice",
+                    ], workingDirectory: folder)
+                    defer { serve.signal(SIGKILL) }
+                    try await serve.waitUntilAnswering(http)
+                    let created = try await http.send(
+                        .POST, "/v1/subscriptions",
+                        headers: [("Authorization", "Bearer \(LiveServer.adminToken)"), ("Content-Type", "application/json")],
+                        body: Array(#"{"url": "\#(subscriber.url())", "event_types": ["token.rotated", "account.deactivated"]}"#.utf8)
+                    )
+                    subscriber.setSecrets([try #require(created.json?["secret"] as? String, "\(created.text)")])
+                    for name in ["credential-change", "account-disabled"] {
+                        let answer = try await http.send(.POST, "/v1/sets", headers: [("Content-Type", "application/secevent+jwt")],
+                                                         body: Array(try #require(material.tokens[name]).utf8))
+                        #expect(answer.status == 202, "\(name): \(answer.text)")
+                    }
+                    let received = try await subscriber.waitForDeliveries(count: 2, within: .seconds(30))
+                    #expect(received.allSatisfy { $0.signatureValid })
+                    #expect(received.compactMap { $0.object?["type"]?.stringValue } == ["token.rotated", "account.deactivated"])
+                    #expect(received.compactMap { $0.object?["sequence"] } == [.integer(1), .integer(2)])
+                    #expect(received.allSatisfy { $0.object?["user_id"]?.stringValue == "u-set-1" })
+                    let eventID = try #require(received.first?.object?["event_id"]?.stringValue)
+                    let event = try await http.get("/v1/events/\(eventID)", bearer: LiveServer.adminToken).json
+                    #expect(event?["reason"] as? String == "set_signature")
+                    #expect((event?["security_event"] as? [String: Any])?["jti"] as? String == "credential-change")
+                }
+            }
         }
     }
 
