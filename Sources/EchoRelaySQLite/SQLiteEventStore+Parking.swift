@@ -7,7 +7,7 @@ import Foundation
 /// final. The embedded store writes one transaction at a time, so parking and unparking here
 /// are exact; the claim checks the rule once more all the same.
 extension SQLiteEventStore {
-    /// True for a delivery `d` of subscription `s` that must wait: the order rule of DESIGN.md.
+    /// True for a delivery `d` of subscription `s` that must wait: the order rule (docs/architecture.md).
     static let blocked = """
         (s.ordered = 1 AND (
             EXISTS (SELECT 1 FROM deliveries b

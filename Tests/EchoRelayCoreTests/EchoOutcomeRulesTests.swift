@@ -2,7 +2,7 @@ import EchoRelayCore
 import Foundation
 import Testing
 
-/// Every cell of the outcome table in DESIGN.md.
+/// Every cell of the outcome table in docs/identity-provider.md.
 @Suite struct EchoOutcomeRulesTests {
     static let target = EchoTarget(url: "https://api.example.com/v", authorization: Secret("OAuth x"), tokenHash: Array(repeating: 7, count: 32))
 

@@ -711,7 +711,7 @@ struct EventSpec {
     }
 }
 
-/// Each field's rule as IncomingEvent+Parsing.swift and DESIGN.md state it, written out
+/// Each field's rule as IncomingEvent+Parsing.swift and docs/identity-provider.md state it, written out
 /// again here (without the validator's own rule functions) to judge single-field changes.
 enum FieldOracle {
     static let fields = ["id", "type", "user_id", "occurred_at", "data.phone_number", "echo.service_provider", "echo.authorization"]
@@ -723,7 +723,7 @@ enum FieldOracle {
         case "id":
             return (1...128).contains(text.utf8.count) && text.utf8.allSatisfy { Gen.idCharacters.contains(Character(Unicode.Scalar($0))) }
         case "type":
-            return ["token.rotated", "phone.changed", "account.deactivated"].contains(text) // DESIGN.md, first table
+            return ["token.rotated", "phone.changed", "account.deactivated"].contains(text) // docs/identity-provider.md
         case "user_id":
             let unprintable: Set<Unicode.GeneralCategory> = [.control, .format, .surrogate, .privateUse, .unassigned,
                                                              .lineSeparator, .paragraphSeparator, .spaceSeparator]
@@ -1069,7 +1069,7 @@ fileprivate enum Ingest {
 }
 
 /// The promises an accepted event keeps (IncomingEvent+Parsing.swift, TextRules.swift,
-/// DESIGN.md "Ingest"), checked here without calling the validator's own rule functions.
+/// docs/identity-provider.md, the ingest contract), checked here without calling the validator's own rule functions.
 fileprivate enum Invariants {
     static func violations(of event: IncomingEvent, secret: String?) -> [String] {
         var found: [String] = []

@@ -6,7 +6,7 @@ import PostgresNIO
 import Testing
 import TestSupport
 
-/// Every cell of DESIGN.md's outcome table, against a stand-in provider that checks real
+/// Every cell of the outcome table (docs/identity-provider.md), against a stand-in provider that checks real
 /// OAuth 1.0a signatures.
 @Suite struct VerificationTests {
     func expectOutcome(_ json: [String: Any], _ status: String, _ reason: String, sourceLocation: SourceLocation = #_sourceLocation) {

@@ -192,7 +192,7 @@ extension DeliveryStore {
 public protocol DeliveryStore: Sendable {
     /// Leases up to `limit` deliveries that may be sent now: due, of an enabled subscription,
     /// within its concurrency cap, and — for an ordered subscription — with every earlier
-    /// event of the user final for it (DESIGN.md, Order). The cap counts the leases of the
+    /// event of the user final for it (docs/architecture.md, "Leases, hand-offs and order"). The cap counts the leases of the
     /// subscription's deliveries, except those in `answered`: deliveries of this process whose
     /// webhook has been answered and whose attempt is not yet recorded hold their lease until
     /// then, but no longer a slot.

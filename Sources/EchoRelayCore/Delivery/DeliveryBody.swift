@@ -1,6 +1,6 @@
 import Foundation
 
-/// What a delivery's signed JSON body says (DESIGN.md, Deliveries): the event's and the
+/// What a delivery's signed JSON body says (docs/subscribers.md): the event's and the
 /// provider's values and the replay marker, never a credential, and nothing of the
 /// subscription. Every subscription of an event gets the same body, so the delivery worker
 /// keeps bodies by this value and writes each once.

@@ -9,7 +9,7 @@ public enum DeliveryAttemptResult: Sendable, Equatable {
     case failed(retryAfter: Duration?)
 }
 
-/// What follows an attempt (DESIGN.md, Deliveries): N delays mean N retries, N + 1 tries,
+/// What follows an attempt (docs/subscribers.md): N delays mean N retries, N + 1 tries,
 /// each delay ±`jitter`; a `Retry-After` replaces the next delay, capped, and still counts
 /// as a try; after the last try the delivery is dead.
 public struct DeliveryRetryPolicy: Sendable {

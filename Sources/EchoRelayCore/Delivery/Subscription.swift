@@ -8,7 +8,7 @@ public struct Subscription: Sendable, Equatable {
     public var url: String
     public var eventTypes: [EventType]
     public var description: String?
-    /// Per user, in sequence order (DESIGN.md, Order).
+    /// Per user, in sequence order (docs/architecture.md, "Leases, hand-offs and order").
     public var ordered: Bool
     public var enabled: Bool
     public var disabledReason: String?

@@ -14,7 +14,7 @@ public enum VerificationDecision: Sendable, Equatable {
     case retry
 }
 
-/// The outcome table of DESIGN.md, as one pure function.
+/// The outcome table of docs/identity-provider.md, as one pure function.
 public enum EchoOutcomeRules {
     public static func decide(
         task: VerificationTask, target: EchoTarget, answer: EchoAnswer, tokenKnownForUser: Bool

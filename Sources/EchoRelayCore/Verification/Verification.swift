@@ -90,7 +90,7 @@ public struct VerificationOutcome: Sendable, Equatable {
     public static func unverifiable(_ reason: VerificationReason) -> Self { .init(status: .unverifiable, reason: reason) }
 }
 
-/// A user's current verified state (DESIGN.md, Users).
+/// A user's current verified state (`GET /v1/users/{user_id}`, README).
 public struct UserState: Sendable, Equatable {
     public enum State: String, Sendable, Codable { case active, deactivated }
 
