@@ -144,7 +144,21 @@ extension IngestBatchTests {
                     // Holds the user's sequence row: the next flush, which writes this user, waits on it.
                     _ = try await lock.query("SELECT 1 FROM user_sequences WHERE user_id = 'held' FOR UPDATE", logger: TestLogger.quiet)
                     async let stuck = server.ingest(eventBody(id: "evt_stuck", userID: "held"))
-                    try await Task.sleep(for: .milliseconds(150))  // its flush has taken it and waits on the lock
+                    // Until its flush has taken it and waits on the lock (a fixed pause was
+                    // too short on a loaded machine: the queued request then went first, alone).
+                    try await server.database.withClient { watcher in
+                        let deadline = ContinuousClock.now + .seconds(10)
+                        while ContinuousClock.now < deadline {
+                            var waiting = 0
+                            for try await count in try await watcher.query(
+                                "SELECT count(*)::int FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'",
+                                logger: TestLogger.quiet
+                            ).decode(Int.self) { waiting = count }
+                            if waiting > 0 { return }
+                            try await Task.sleep(for: .milliseconds(10))
+                        }
+                        throw TestSetupError("the stuck ingest's flush never waited on the lock")
+                    }
                     let refused = try await server.ingest(queued)
                     #expect(refused.status == 503)
                     #expect(refused.headers["Retry-After"].first != nil)

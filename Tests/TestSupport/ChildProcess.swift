@@ -73,6 +73,20 @@ public final class ChildProcess: Sendable {
 
 /// A TCP port that was free a moment ago on 127.0.0.1.
 public func freeLoopbackPort() throws -> Int {
+    // Below the kernel's ephemeral range: a port picked from inside it (port 0) can be handed
+    // to another process's outgoing connection (a database client, say) between this check
+    // and the server binding it, and the server then fails with "Address already in use".
+    let ephemeral = (try? String(contentsOfFile: "/proc/sys/net/ipv4/ip_local_port_range", encoding: .utf8))?
+        .split(whereSeparator: \.isWhitespace).first.flatMap { Int($0) } ?? 32_768
+    if ephemeral > 12_000 {
+        for _ in 0..<200 {
+            let port = Int.random(in: 10_000..<ephemeral)
+            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            guard fd >= 0 else { throw TestSetupError("socket() failed") }
+            defer { close(fd) }
+            if (try? bindLoopback(fd, port: port)) != nil { return port }
+        }
+    }
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     guard fd >= 0 else { throw TestSetupError("socket() failed") }
     defer { close(fd) }
@@ -88,11 +102,11 @@ public func withRefusingLoopbackPort<Result>(_ body: (Int) async throws -> Resul
     return try await body(try bindLoopback(fd))
 }
 
-private func bindLoopback(_ fd: Int32) throws -> Int {
+private func bindLoopback(_ fd: Int32, port: Int = 0) throws -> Int {
     var address = sockaddr_in()
     address.sin_family = sa_family_t(AF_INET)
     address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    address.sin_port = 0
+    address.sin_port = UInt16(port).bigEndian
     var length = socklen_t(MemoryLayout<sockaddr_in>.size)
     let bound = withUnsafePointer(to: &address) {
         $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) }
