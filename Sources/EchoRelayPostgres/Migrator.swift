@@ -11,14 +11,19 @@ public struct Migrator: Sendable {
     /// Any fixed number; it names the lock that serialises migrators on one database.
     static let advisoryLockKey: Int64 = 0x4563_686F_5265_6C61  // "EchoRela"
 
-    let client: PostgresClient
+    let client: DatabaseClient
     let migrations: [Migration]
     let logger: Logger
 
-    public init(client: PostgresClient, migrations: [Migration] = Migration.postgres, logger: Logger) {
+    public init(client: DatabaseClient, migrations: [Migration] = Migration.postgres, logger: Logger) {
         self.client = client
         self.migrations = migrations.sorted { $0.version < $1.version }
         self.logger = logger
+    }
+
+    /// On one server's client, run by the caller.
+    public init(client: PostgresClient, migrations: [Migration] = Migration.postgres, logger: Logger) {
+        self.init(client: DatabaseClient(client, logger: logger), migrations: migrations, logger: logger)
     }
 
     /// Applies what is pending and returns the versions it applied.

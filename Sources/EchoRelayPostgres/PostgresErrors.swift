@@ -16,8 +16,9 @@ extension PSQLError {
         case .connectionError, .serverClosedConnection, .clientClosedConnection, .uncleanShutdown, .poolClosed:
             true
         default:
-            // 57P01 admin shutdown, 57P03 cannot connect now, 08xxx connection exceptions.
-            sqlState.map { $0.hasPrefix("08") || $0 == "57P01" || $0 == "57P03" } ?? false
+            // 57P01 admin shutdown, 57P02 crash shutdown, 57P03 cannot connect now, 08xxx
+            // connection exceptions, 25006 a write on a host that turned read-only (a failover).
+            sqlState.map { $0.hasPrefix("08") || ["57P01", "57P02", "57P03", "25006"].contains($0) } ?? false
         }
     }
 }

@@ -11,7 +11,7 @@ extension PostgresEventStore {
     /// taken off its queue only once a connection is held: while the database is away nothing
     /// is taken, so a request that times out meanwhile (503) is never written later.
     static func groupCommit<Input: Sendable, Output: Sendable>(
-        client: PostgresClient, maximumWait: Duration? = nil, flushed: @escaping @Sendable (Int) -> Void,
+        client: DatabaseClient, maximumWait: Duration? = nil, flushed: @escaping @Sendable (Int) -> Void,
         _ write: @escaping @Sendable ([Input], PostgresConnection) async -> [Result<Output, any Error>]
     ) -> GroupCommit<Input, Output> {
         GroupCommit(maximumBatch: 64, maximumWait: maximumWait, flushed: flushed) { take in

@@ -3,10 +3,10 @@ import Foundation
 import Logging
 import PostgresNIO
 
-/// The production store: PostgreSQL through a pooled `PostgresClient`, which must be
+/// The production store: PostgreSQL through a `DatabaseClient` (a pool per host), which must be
 /// running in the same ServiceGroup.
 public struct PostgresEventStore: EventStore {
-    let client: PostgresClient
+    let client: DatabaseClient
     let logger: Logger
     /// Seals subscription secrets on write and opens them for signing; nil stores them as is.
     let sealer: SecretSealer?
@@ -33,7 +33,7 @@ public struct PostgresEventStore: EventStore {
     ///   inside their own transaction (none is sent after the commit).
     /// - verificationHandOffs: set where this process verifies what it ingests (`--role all`):
     ///   ingested events go to its verify worker in memory, their work items leased to it.
-    public init(client: PostgresClient, logger: Logger, sealer: SecretSealer? = nil, metrics: RelayMetrics = RelayMetrics(),
+    public init(client: DatabaseClient, logger: Logger, sealer: SecretSealer? = nil, metrics: RelayMetrics = RelayMetrics(),
                 ingestWait: Duration = .seconds(10), wakeOtherProcesses: WakeLimiter? = nil, wakeOnOutcomes: WakeLimiter? = nil,
                 verificationHandOffs: VerificationInbox? = nil) {
         self.client = client
@@ -50,6 +50,15 @@ public struct PostgresEventStore: EventStore {
         attempts = Self.groupCommit(client: client, flushed: { _ in }) {
             await Self.recordGroups($0, on: $1, metrics: metrics, logger: logger)
         }
+    }
+
+    /// On one server's client, run by the caller (tests and one-shot tools).
+    public init(client: PostgresClient, logger: Logger, sealer: SecretSealer? = nil, metrics: RelayMetrics = RelayMetrics(),
+                ingestWait: Duration = .seconds(10), wakeOtherProcesses: WakeLimiter? = nil, wakeOnOutcomes: WakeLimiter? = nil,
+                verificationHandOffs: VerificationInbox? = nil) {
+        self.init(client: DatabaseClient(client, logger: logger), logger: logger, sealer: sealer, metrics: metrics,
+                  ingestWait: ingestWait, wakeOtherProcesses: wakeOtherProcesses, wakeOnOutcomes: wakeOnOutcomes,
+                  verificationHandOffs: verificationHandOffs)
     }
 
     /// Stores the event and its verification work item, and answers only after the commit

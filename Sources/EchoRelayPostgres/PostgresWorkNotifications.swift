@@ -15,14 +15,14 @@ public final class PostgresWorkNotifications: Service, Sendable, CustomStringCon
 
     static let channel = "echorelay_work"
 
-    private let client: PostgresClient
+    private let client: DatabaseClient
     private let localWakes: [WakeSignal]
     private let outbound = WakeSignal()
     private let processID: String
     private let debounce: Duration
     private let logger: Logger
 
-    public init(client: PostgresClient, localWakes: [WakeSignal], processID: String,
+    public init(client: DatabaseClient, localWakes: [WakeSignal], processID: String,
                 debounce: Duration = .milliseconds(10), logger: Logger) {
         self.client = client
         self.localWakes = localWakes

@@ -55,13 +55,17 @@ struct StoreBackend {
     ) async throws -> StoreBackend {
         switch location {
         case .postgres(let url):
-            let databaseConfiguration: PostgresClient.Configuration
+            let endpoints: DatabaseEndpoints
             do throws(DatabaseURLError) {
-                databaseConfiguration = try DatabaseURL.postgresConfiguration(url.revealed)
+                endpoints = try DatabaseURL.endpoints(url.revealed)
             } catch {
                 throw ConfigurationError(setting: "ECHORELAY_DATABASE_URL", reason: error.reason)
             }
-            let client = PostgresClient(configuration: databaseConfiguration, backgroundLogger: logger)
+            if endpoints.configurations.count > 1 {
+                logger.info("database hosts", metadata: ["db.hosts": "\(endpoints.names.joined(separator: ","))",
+                                                         "db.target": "\(endpoints.sessions.rawValue)"])
+            }
+            let client = DatabaseClient(endpoints: endpoints, logger: logger)
             let notifications = PostgresWorkNotifications(client: client, localWakes: localWakes, processID: processID, logger: logger)
             return StoreBackend(
                 store: PostgresEventStore(

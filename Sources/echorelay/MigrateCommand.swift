@@ -34,13 +34,13 @@ struct MigrateCommand: AsyncParsableCommand {
             try await migrateEmbedded(path: path, logger: logger)
             return
         }
-        let clientConfiguration: PostgresClient.Configuration
+        let endpoints: DatabaseEndpoints
         do throws(DatabaseURLError) {
-            clientConfiguration = try DatabaseURL.postgresConfiguration(url.revealed)
+            endpoints = try DatabaseURL.endpoints(url.revealed)
         } catch {
             throw ConfigurationError(setting: "ECHORELAY_DATABASE_URL", reason: error.reason)
         }
-        try await PostgresClient.withRunning(clientConfiguration, logger: logger) { client in
+        try await DatabaseClient.withRunning(endpoints, logger: logger) { client in
             let migrator = Migrator(client: client, logger: logger)
             if check {
                 let pending = try await migrator.pending()

@@ -206,13 +206,13 @@ struct TokenDatabaseOptions: ParsableArguments {
                 throw error
             }
         }
-        let clientConfiguration: PostgresClient.Configuration
+        let endpoints: DatabaseEndpoints
         do throws(DatabaseURLError) {
-            clientConfiguration = try DatabaseURL.postgresConfiguration(url.revealed)
+            endpoints = try DatabaseURL.endpoints(url.revealed)
         } catch {
             throw ConfigurationError(setting: "ECHORELAY_DATABASE_URL", reason: error.reason)
         }
-        return try await PostgresClient.withRunning(clientConfiguration, logger: poolLogger) { client in
+        return try await DatabaseClient.withRunning(endpoints, logger: poolLogger) { client in
             do {
                 try await Migrator(client: client, logger: logger).migrate()
             } catch let error as MigrationError {

@@ -1,0 +1,292 @@
+import EchoRelayCore
+import Logging
+import PostgresNIO
+import ServiceLifecycle
+import Synchronization
+
+/// The PostgreSQL client of a store: a connection pool per host of the database URL, and
+/// every statement sent to the host that will do (with several hosts, the one that takes
+/// writes). postgres-nio's client takes one host, so the choice is made here, around it.
+///
+/// The host is chosen when first needed, by asking each host in the URL's order whether its
+/// sessions are read-only (`transaction_read_only`) or, for `target_session_attrs=primary`,
+/// whether it is in recovery. The choice is dropped, and made again for the next statement,
+/// when a statement fails in a way that says the host went away or no longer takes writes
+/// (the connection refused or broken, `57P01` admin shutdown, `57P03` cannot connect now,
+/// `25006` read-only transaction), and when the host stops answering the check made every
+/// `checkInterval` on a connection of its own. A dropped host's pool is replaced by a new
+/// one, so the statements still waiting for one of its connections fail at once (a `503`)
+/// instead of waiting for a server that is gone. While no host will do, every statement fails
+/// at once with `StoreError.unavailable`.
+public final class DatabaseClient: Service, Sendable {
+    /// One host, used as it is: nothing is checked or replaced.
+    private let single: PostgresClient?
+    private let configurations: [PostgresClient.Configuration]
+    /// Each host as `host:port`, for logs: no credentials.
+    let names: [String]
+    let sessions: DatabaseEndpoints.SessionAttributes
+    let logger: Logger
+    /// How long checking one host may take before it counts as unreachable.
+    let probeTimeout: Duration
+    /// How often the host in use is checked.
+    let checkInterval: Duration
+    /// While no host will do, how long a failed search is the answer before the next one.
+    let retryInterval: Duration
+    /// One connection per host for the checks, apart from the pools' load.
+    private let monitors: [PostgresClient]
+
+    private struct State {
+        /// The pool of each host; a dropped host's is replaced.
+        var pools: [PostgresClient]
+        /// The task running each pool, once `run()` started them.
+        var running: [Task<Void, Never>?]
+        var stopped = false
+        /// The host in use; nil until chosen, and after it failed.
+        var chosen: Int?
+        /// A search under way, shared by every caller that needs a host meanwhile.
+        var search: Task<Int, any Error>?
+        /// The last failed search: its answer, and until when it stands.
+        var failed: (error: StoreError, until: ContinuousClock.Instant)?
+    }
+
+    private let state: Mutex<State>
+
+    public init(endpoints: DatabaseEndpoints, logger: Logger, probeTimeout: Duration = .seconds(2),
+                checkInterval: Duration = .seconds(1), retryInterval: Duration = .milliseconds(250)) {
+        self.configurations = endpoints.configurations
+        self.names = endpoints.names
+        self.sessions = endpoints.sessions
+        self.logger = logger
+        self.probeTimeout = probeTimeout
+        self.checkInterval = checkInterval
+        self.retryInterval = retryInterval
+        let pools = endpoints.configurations.map { PostgresClient(configuration: $0, backgroundLogger: logger) }
+        if pools.count == 1, endpoints.sessions == .any {
+            self.single = pools[0]
+            self.monitors = []
+        } else {
+            self.single = nil
+            self.monitors = endpoints.configurations.map { configuration in
+                var configuration = configuration
+                configuration.options.maximumConnections = 1
+                configuration.options.connectTimeout = probeTimeout
+                return PostgresClient(configuration: configuration, backgroundLogger: logger)
+            }
+        }
+        self.state = Mutex(State(pools: pools, running: Array(repeating: nil, count: pools.count)))
+    }
+
+    /// One server's client, run by the caller: for tests and tools on one server.
+    public init(_ client: PostgresClient, name: String = "the database", logger: Logger = Logger(label: "echorelay")) {
+        self.single = client
+        self.configurations = []
+        self.names = [name]
+        self.sessions = .any
+        self.logger = logger
+        self.probeTimeout = .seconds(2)
+        self.checkInterval = .seconds(1)
+        self.retryInterval = .milliseconds(250)
+        self.monitors = []
+        self.state = Mutex(State(pools: [client], running: [nil]))
+    }
+
+    /// Runs the pools (and, with several hosts, the checks) until cancelled or shut down gracefully.
+    public func run() async {
+        if let single {
+            await single.run()
+            return
+        }
+        let monitorsRunning = monitors.map { monitor in Task { await monitor.run() } }
+        state.withLock { state in
+            for index in state.pools.indices {
+                let pool = state.pools[index]
+                state.running[index] = Task { await pool.run() }
+            }
+        }
+        await cancelWhenGracefulShutdown {
+            while !Task.isCancelled {
+                try? await Task.sleep(for: self.checkInterval)
+                guard !Task.isCancelled else { break }
+                await self.checkChosenHost()
+            }
+        }
+        let running = state.withLock { state in
+            state.stopped = true
+            return state.running
+        }
+        for task in running { task?.cancel() }
+        for task in monitorsRunning { task.cancel() }
+        for task in running { await task?.value }
+        for task in monitorsRunning { await task.value }
+    }
+
+    // MARK: The same calls as PostgresClient's, on the host in use
+
+    public func withConnection<Result>(
+        isolation: isolated (any Actor)? = #isolation,
+        _ closure: (PostgresConnection) async throws -> sending Result
+    ) async throws -> sending Result {
+        let (index, client) = try await host()
+        do {
+            return try await client.withConnection(isolation: isolation, closure)
+        } catch {
+            failed(index, client, error)
+            throw error
+        }
+    }
+
+    public func withTransaction<Result>(
+        logger: Logger,
+        isolation: isolated (any Actor)? = #isolation,
+        _ closure: (PostgresConnection) async throws -> sending Result
+    ) async throws -> sending Result {
+        let (index, client) = try await host()
+        do {
+            return try await client.withTransaction(logger: logger, isolation: isolation, closure)
+        } catch {
+            failed(index, client, error)
+            throw error
+        }
+    }
+
+    @discardableResult
+    public func query(_ query: PostgresQuery, logger: Logger? = nil) async throws -> PostgresRowSequence {
+        let (index, client) = try await host()
+        do {
+            return try await client.query(query, logger: logger)
+        } catch {
+            failed(index, client, error)
+            throw error
+        }
+    }
+
+    public func execute<Statement: PostgresPreparedStatement, Row>(
+        _ statement: Statement, logger: Logger? = nil
+    ) async throws -> AsyncThrowingMapSequence<PostgresRowSequence, Row> where Row == Statement.Row {
+        let (index, client) = try await host()
+        do {
+            return try await client.execute(statement, logger: logger)
+        } catch {
+            failed(index, client, error)
+            throw error
+        }
+    }
+
+    // MARK: Choosing the host
+
+    /// The host in use and its pool, chosen now if there is none.
+    func host() async throws -> (Int, PostgresClient) {
+        if let single { return (0, single) }
+        let now = ContinuousClock.now
+        let pending = try state.withLock { state throws(StoreError) -> Task<Int, any Error>? in
+            if state.chosen != nil { return nil }
+            if let failed = state.failed, now < failed.until { throw failed.error }
+            if state.search == nil { state.search = Task { try await self.search() } }
+            return state.search
+        }
+        if let pending { _ = try await pending.value }
+        guard let chosen = state.withLock({ state in state.chosen.map { ($0, state.pools[$0]) } }) else {
+            throw StoreError.unavailable("no host of the database URL takes writes now")
+        }
+        return chosen
+    }
+
+    /// Checks the hosts in order and keeps the first that will do.
+    private func search() async throws -> Int {
+        var findings: [String] = []
+        for index in monitors.indices {
+            switch await check(index) {
+            case .success(true):
+                state.withLock { state in
+                    state.chosen = index
+                    state.search = nil
+                    state.failed = nil
+                }
+                logger.notice("database host chosen", metadata: ["db.host": "\(names[index])", "db.target": "\(sessions.rawValue)"])
+                return index
+            case .success(false):
+                findings.append("\(names[index]) \(sessions == .primary ? "is a standby" : "is read-only")")
+            case .failure(let reason):
+                findings.append("\(names[index]) \(reason)")
+            }
+        }
+        let error = StoreError.unavailable("no host of the database URL will do (\(sessions.rawValue)): " + findings.joined(separator: "; "))
+        state.withLock { state in
+            state.search = nil
+            state.failed = (error, ContinuousClock.now + retryInterval)
+        }
+        logger.warning("no database host will do", metadata: ["db.hosts": "\(findings.joined(separator: "; "))"])
+        throw error
+    }
+
+    /// The periodic check of the host in use: dropped when it no longer answers or takes writes.
+    private func checkChosenHost() async {
+        guard let index = state.withLock({ $0.chosen }) else { return }
+        switch await check(index) {
+        case .success(true): return
+        case .success(false): drop(index, because: sessions == .primary ? "it is a standby now" : "it is read-only now")
+        case .failure(let reason): drop(index, because: "it \(reason)")
+        }
+    }
+
+    /// Whether host `index` will do, or why it cannot be asked; on its own connection.
+    private func check(_ index: Int) async -> Result<Bool, Reason> {
+        let question: PostgresQuery = sessions == .primary
+            ? "SELECT NOT pg_is_in_recovery()"
+            : "SELECT current_setting('transaction_read_only') = 'off'"
+        let monitor = monitors[index]
+        do {
+            return .success(try await withTimeout(probeTimeout) {
+                var answer = false
+                for try await value in try await monitor.query(question, logger: self.logger).decode(Bool.self) { answer = value }
+                return answer
+            })
+        } catch is TimeoutError {
+            return .failure(Reason("did not answer within \(DurationText.format(probeTimeout))"))
+        } catch {
+            return .failure(Reason("is unreachable (\(safeDescription(of: error)))"))
+        }
+    }
+
+    private struct Reason: Error, CustomStringConvertible {
+        let description: String
+        init(_ description: String) { self.description = description }
+    }
+
+    /// Drops the host in use when `error`, from its pool `client`, says it went away or no
+    /// longer takes writes.
+    private func failed(_ index: Int, _ client: PostgresClient, _ error: any Error) {
+        guard single == nil, Self.meansTheHostChanged(error) else { return }
+        drop(index, pool: client, because: "a statement failed: \(safeDescription(of: error))")
+    }
+
+    /// Stops using host `index` and replaces its pool (if `pool` is still it), so that what
+    /// waits for one of its connections fails now.
+    private func drop(_ index: Int, pool: PostgresClient? = nil, because reason: String) {
+        let retired = state.withLock { state -> Task<Void, Never>? in
+            let current = state.pools[index]
+            var retired: Task<Void, Never>?
+            if !state.stopped, pool.map({ $0 === current }) ?? true, state.running[index] != nil {
+                retired = state.running[index]
+                let fresh = PostgresClient(configuration: configurations[index], backgroundLogger: logger)
+                state.pools[index] = fresh
+                state.running[index] = Task { await fresh.run() }
+            }
+            if state.chosen == index { state.chosen = nil }
+            return retired
+        }
+        if let retired {
+            retired.cancel()
+            logger.warning("dropped the database host; choosing again", metadata: ["db.host": "\(names[index])", "reason": "\(reason)"])
+        }
+    }
+
+    static func meansTheHostChanged(_ error: any Error) -> Bool {
+        if let transaction = error as? PostgresTransactionError {
+            return [transaction.beginError, transaction.closureError, transaction.commitError]
+                .contains { $0.map(meansTheHostChanged) ?? false }
+        }
+        guard let error = error as? PSQLError else { return false }
+        return error.isConnectionFailure
+    }
+}

@@ -1,0 +1,91 @@
+import Crypto
+import EchoRelayCore
+import EchoRelayPostgres
+import Foundation
+import Logging
+import PostgresNIO
+import Testing
+import TestSupport
+
+/// A database URL with two hosts, a primary and its synchronous streaming standby, each a real
+/// PostgreSQL server of this test's own: the store writes to the primary whatever the order of
+/// the hosts, refuses work while neither takes writes, and follows the standby once it is
+/// promoted, with every acknowledged event there.
+@Suite struct FailoverTests {
+    static func event(_ id: String, user: String) -> IncomingEvent {
+        IncomingEvent(
+            id: id, type: .tokenRotated, userID: user, occurredAt: Date(timeIntervalSince1970: 1_800_000_000), phoneNumber: nil,
+            echo: EchoCredentials(serviceProvider: "https://api.example.com/1.1/sdk/account.json", authorization: Secret("OAuth a=\"b\"")),
+            fingerprint: Array(SHA256.hash(data: Data(id.utf8)))
+        )
+    }
+
+    /// The port of the server `client` sends its statements to.
+    static func port(of client: DatabaseClient) async throws -> Int {
+        var port = 0
+        for try await value in try await client.query("SELECT inet_server_port()").decode(Int.self) { port = value }
+        return port
+    }
+
+    @Test func theStoreWritesToThePrimaryAndFollowsItsStandbyWhenPromotedLosingNothingAcknowledged() async throws {
+        try await PrivatePostgres.withServer(durable: true) { primary in
+            try await primary.withStandby { standby in
+                // Synchronous: a commit returns once the standby has it, so "acknowledged"
+                // survives the primary.
+                try await primary.database.withClient { admin in
+                    try await admin.query("ALTER SYSTEM SET synchronous_standby_names = '*'", logger: TestLogger.quiet)
+                    try await admin.query("SELECT pg_reload_conf()", logger: TestLogger.quiet)
+                }
+                // The standby first: the client must pass over it.
+                let url = "postgres://echorelay@127.0.0.1:\(standby.port),127.0.0.1:\(primary.port)/postgres?sslmode=disable"
+                let client = DatabaseClient(endpoints: try DatabaseURL.endpoints(url), logger: TestLogger.quiet,
+                                            probeTimeout: .seconds(2), retryInterval: .milliseconds(100))
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    group.addTask { await client.run() }
+                    defer { group.cancelAll() }
+                    try await Migrator(client: client, logger: TestLogger.quiet).migrate()
+                    let store = PostgresEventStore(client: client, logger: TestLogger.quiet, ingestWait: .seconds(5))
+                    #expect(try await Self.port(of: client) == primary.port)
+
+                    var acknowledged: [String: Int64] = [:]
+                    for index in 1...20 {
+                        let receipt = try await store.ingest(Self.event("evt_before_\(index)", user: "u-\(index % 3)"))
+                        acknowledged[receipt.id] = receipt.sequence
+                    }
+
+                    // The primary dies. Until the standby is promoted nothing takes writes:
+                    // every ingest is refused as unavailable (a 503), none is acknowledged.
+                    try await primary.crash()
+                    for attempt in 1...3 {
+                        await #expect(throws: StoreError.self, "attempt \(attempt)") {
+                            _ = try await store.ingest(Self.event("evt_during_\(attempt)", user: "u-1"))
+                        }
+                    }
+
+                    try await standby.promote()
+                    let promoted = ContinuousClock.now
+                    var after: IngestReceipt?
+                    while after == nil, ContinuousClock.now - promoted < .seconds(30) {
+                        after = try? await store.ingest(Self.event("evt_after", user: "u-1"))
+                        if after == nil { try await Task.sleep(for: .milliseconds(100)) }
+                    }
+                    let receipt = try #require(after, "the store never wrote to the promoted standby")
+                    #expect(try await Self.port(of: client) == standby.port)
+
+                    // Every acknowledged event is there, with its sequence; the user's next
+                    // follows on without a gap (the refused ones took none).
+                    for (id, sequence) in acknowledged {
+                        #expect(try await store.event(id: id)?.sequence == sequence, "\(id)")
+                    }
+                    let before = acknowledged.filter { $0.key.hasPrefix("evt_before_") }.count
+                    #expect(before == 20)
+                    let userOne = (1...20).filter { $0 % 3 == 1 }.count
+                    #expect(receipt.sequence == Int64(userOne + 1))
+                    for attempt in 1...3 {
+                        #expect(try await store.event(id: "evt_during_\(attempt)") == nil)
+                    }
+                }
+            }
+        }
+    }
+}
