@@ -3,6 +3,7 @@ import EchoRelayCore
 import EchoRelayPostgres
 import Foundation
 import Logging
+import NIOHTTP1
 import PostgresNIO
 import Testing
 import TestSupport
@@ -61,6 +62,7 @@ import TestSupport
                             _ = try await store.ingest(Self.event("evt_during_\(attempt)", user: "u-1"))
                         }
                     }
+                    #expect(await store.readiness() != .ready)
 
                     try await standby.promote()
                     let promoted = ContinuousClock.now
@@ -84,6 +86,46 @@ import TestSupport
                     for attempt in 1...3 {
                         #expect(try await store.event(id: "evt_during_\(attempt)") == nil)
                     }
+                }
+            }
+        }
+    }
+
+    /// The same through `serve`'s HTTP API: `202` before, `503` with `Retry-After` and a
+    /// `503` from `/readyz` while no host takes writes, `202` again after the promotion, and
+    /// the stored receipt for an event pushed again.
+    @Test func ingestAnswers503WithRetryAfterWhileNoHostTakesWritesAnd202AfterThePromotion() async throws {
+        try await PrivatePostgres.withServer(durable: true) { primary in
+            try await primary.withStandby { standby in
+                try await primary.database.withClient { admin in
+                    try await admin.query("ALTER SYSTEM SET synchronous_standby_names = '*'", logger: TestLogger.quiet)
+                    try await admin.query("SELECT pg_reload_conf()", logger: TestLogger.quiet)
+                }
+                let url = "postgres://echorelay@127.0.0.1:\(primary.port),127.0.0.1:\(standby.port)/postgres?sslmode=disable"
+                try await LiveServer.run(ingestWait: .seconds(3), database: TestDatabase(url: url, name: "postgres")) { server in
+                    let first = eventBody(id: "evt_ha_1", userID: "u-ha")
+                    #expect(try await server.ingest(first).status == 202)
+
+                    try await primary.crash()
+                    let during = try await server.ingest(eventBody(id: "evt_ha_2", userID: "u-ha"))
+                    #expect(during.status == 503, "\(during.text)")
+                    #expect(during.headers["Retry-After"].first != nil)
+                    #expect(try await server.http.get("/readyz").status == 503)
+
+                    try await standby.promote()
+                    let promoted = ContinuousClock.now
+                    var status = 0
+                    while status != 202, ContinuousClock.now - promoted < .seconds(30) {
+                        status = try await server.ingest(eventBody(id: "evt_ha_2", userID: "u-ha")).status
+                        if status != 202 { try await Task.sleep(for: .milliseconds(100)) }
+                    }
+                    #expect(status == 202, "no 202 within 30 s of the promotion")
+                    #expect(try await server.http.get("/readyz").status == 200)
+                    let again = try await server.ingest(first)
+                    #expect(again.status == 202)
+                    #expect(again.json?["sequence"] as? Int == 1, "the receipt stored before the failover")
+                    let evt2 = try await server.http.get("/v1/events/evt_ha_2", bearer: LiveServer.adminToken).json
+                    #expect(evt2?["sequence"] as? Int == 2)
                 }
             }
         }
