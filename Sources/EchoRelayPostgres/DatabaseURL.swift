@@ -1,5 +1,8 @@
 import Foundation
 import PostgresNIO
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Reads `ECHORELAY_DATABASE_URL` as libpq reads a connection URI:
 /// `postgres://user:password@host1:5432,host2:5433/database?target_session_attrs=read-write&sslmode=…`,
@@ -7,10 +10,14 @@ import PostgresNIO
 /// Errors name the part that is wrong and never repeat the password.
 public enum DatabaseURL {
     /// Every host of the URL, in order, with what a session there must allow.
-    public static func endpoints(_ text: String) throws(DatabaseURLError) -> DatabaseEndpoints {
+    public static func endpoints(
+        _ text: String, environment: [String: String] = ProcessInfo.processInfo.environment
+    ) throws(DatabaseURLError) -> DatabaseEndpoints {
         let url = try ParsedURL(text)
         let query = url.query
-        guard let user = url.user ?? query["user"], !user.isEmpty else {
+        // As libpq: without a user in the URL, PGUSER, else the operating system's user
+        // (the URL `pg_autoctl show uri` prints names none).
+        guard let user = url.user ?? query["user"] ?? environment["PGUSER"] ?? Self.systemUser, !user.isEmpty else {
             throw DatabaseURLError("names no user (postgres://USER@host/database)")
         }
         let password = url.password ?? query["password"]
@@ -77,6 +84,12 @@ public enum DatabaseURL {
             throw DatabaseURLError("has an unknown target_session_attrs (use read-write, primary or any)")
         }
         return DatabaseEndpoints(configurations: configurations, names: names, sessions: sessions)
+    }
+
+    /// The name of the user this process runs as.
+    static var systemUser: String? {
+        guard let entry = getpwuid(geteuid()), let name = entry.pointee.pw_name else { return nil }
+        return String(cString: name)
     }
 
     /// The configuration of a URL with one host (or socket).

@@ -5,13 +5,13 @@ import Testing
 
 /// `ECHORELAY_DATABASE_URL` read as libpq reads a connection URI, several hosts included.
 @Suite struct DatabaseURLTests {
-    static func endpoints(_ text: String) throws -> DatabaseEndpoints {
-        try DatabaseURL.endpoints(text)
+    static func endpoints(_ text: String, environment: [String: String] = [:]) throws -> DatabaseEndpoints {
+        try DatabaseURL.endpoints(text, environment: environment)
     }
 
     static func problem(_ text: String) -> String? {
         do {
-            _ = try DatabaseURL.endpoints(text)
+            _ = try DatabaseURL.endpoints(text, environment: [:])
             return nil
         } catch {
             return error.reason
@@ -55,10 +55,19 @@ import Testing
         #expect(try Self.endpoints("postgres:///d?host=a&user=u&password=p").configurations.first?.password == "p")
     }
 
+    /// As libpq, a URL without a user (the one `pg_autoctl show uri` prints) connects as
+    /// PGUSER, or else as the operating system's user.
+    @Test func withoutAUserPGUSEROrTheSystemUserIsTheUser() throws {
+        let printed = "postgres://127.0.0.1:5501,127.0.0.1:5502/echorelay?target_session_attrs=read-write&sslmode=prefer"
+        #expect(try Self.endpoints(printed, environment: ["PGUSER": "relay"]).configurations.allSatisfy { $0.username == "relay" })
+        let system = try #require(try Self.endpoints(printed).configurations.first?.username)
+        #expect(!system.isEmpty)
+        #expect(system == (ProcessInfo.processInfo.environment["USER"] ?? system))
+    }
+
     @Test func aURLThatCannotServeNamesWhatIsWrongAndNeverThePassword() {
         let cases: [(String, String)] = [
             ("mysql://u:hunter2@h/d", "must start with postgres:// (or postgresql://)"),
-            ("postgres://h/d", "names no user (postgres://USER@host/database)"),
             ("postgres://u:hunter2@/d", "names no host (postgres://user@HOST:5432/database)"),
             ("postgres://u:hunter2@a,,b/d", "names no host (postgres://user@HOST:5432/database)"),
             ("postgres://u:hunter2@a:99999/d", "has a port that is not a number from 1 to 65535"),
