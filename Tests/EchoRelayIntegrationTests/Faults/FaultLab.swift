@@ -13,7 +13,8 @@ import Glibc
 /// confirms every session, a stand-in subscriber with an ordered subscription, and real
 /// `serve` processes started, killed and stopped at will.
 struct FaultLab: Sendable {
-    let database: TestDatabase
+    /// Where the lab reads what was stored (a scenario that moves the primary points it at the new one).
+    var database: TestDatabase
     let provider: StandInProvider
     let subscriber: StandInSubscriber
     let environment: [String: String]
@@ -139,6 +140,14 @@ struct LoadReport: Sendable {
     var acknowledged: Set<String> = []
     /// Requests answered anything but `202`, or not answered (the process was down).
     var refused = 0
+    /// When each refusal came.
+    var refusedAt: [ContinuousClock.Instant] = []
+
+    /// How long ingest refused after `start`, up to `end`: from `start` to the last refusal
+    /// in between (0 when none).
+    func refusing(from start: ContinuousClock.Instant, to end: ContinuousClock.Instant) -> Duration {
+        refusedAt.filter { $0 >= start && $0 < end }.max().map { $0 - start } ?? .zero
+    }
 }
 
 /// Pushes `perUser` token rotations for each of `FaultLab.users`, each user's in order, the
@@ -175,6 +184,7 @@ func pushLoad(ports: [Int], provider: StandInProvider, perUser: Int, pause: Dura
                             break
                         }
                         report.refused += 1
+                        report.refusedAt.append(.now)
                         try await Task.sleep(for: .milliseconds(100))
                     }
                     try await Task.sleep(for: pause)
@@ -187,6 +197,7 @@ func pushLoad(ports: [Int], provider: StandInProvider, perUser: Int, pause: Dura
             total.sent += report.sent
             total.acknowledged.formUnion(report.acknowledged)
             total.refused += report.refused
+            total.refusedAt += report.refusedAt
         }
         return total
     }

@@ -87,6 +87,64 @@ import Glibc
         }
     }
 
+    /// On a real failover manager (pg_auto_failover: a monitor, a primary and a synchronous
+    /// secondary), under a steady load: a planned switchover, then the primary's keeper and
+    /// postmaster killed with -9. `serve` is given the URL `pg_autoctl show uri` prints and
+    /// follows each move by itself, without a restart: nothing acknowledged is lost, nothing is
+    /// delivered twice but as a retry (same webhook-id), per-user order holds. Prints the
+    /// seconds of 503 at ingest after each move and the time from the new primary to the first
+    /// delivery after it.
+    @Test func aSwitchoverAndAFailoverOnPgAutoFailoverLoseNothingAcknowledged() async throws {
+        try await HAFormation.with { formation in
+            let uri = try await formation.uri()
+            try await FaultLab.run(settings: ["PGUSER": "postgres", "ECHORELAY_LOG_LEVEL": "info"],
+                                   database: TestDatabase(url: uri, name: "echorelay")) { lab in
+                let port = try freeLoopbackPort()
+                let serve = try await lab.serve(port: port)
+                try await lab.subscribe(through: port)
+                let load = Task {
+                    try await pushLoad(ports: [port], provider: lab.provider, perUser: 40 * Self.scale, pause: .milliseconds(250),
+                                       within: .seconds(300))
+                }
+                try await Task.sleep(for: .seconds(2))
+
+                let first = try await formation.primaryPort()
+                let switchoverStarted = ContinuousClock.now
+                try await formation.switchover()
+                let second = try await formation.primaryPort()
+                #expect(second != first, "the switchover moved the primary")
+                let afterSwitchover = ContinuousClock.now
+                try await Task.sleep(for: .seconds(2))
+
+                let killed = try await formation.killPrimary()
+                let failoverStarted = ContinuousClock.now
+                let third = try await formation.waitForPrimary(otherThan: killed)
+                let failoverDone = ContinuousClock.now
+                let promoted = Date()
+                let report = try await load.value
+                let loadEnded = ContinuousClock.now
+
+                var after = lab
+                after.database = TestDatabase(url: "postgres://postgres@127.0.0.1:\(third)/echorelay?sslmode=disable", name: "echorelay")
+                do {
+                    try await after.waitUntilDelivered(report.acknowledged, within: .seconds(120))
+                } catch {
+                    print("FAULT pg-auto-failover: serve's log after the failure below:\n\(serve.standardError.suffix(20_000))\n\(try await formation.state())")
+                    throw error
+                }
+                serve.signal(SIGTERM)
+                #expect(try await serve.wait(timeout: .seconds(30)) == 0)
+                try await after.expectNothingLost("pg-auto-failover", report)
+                let firstAfter = lab.subscriber.deliveries.map(\.receivedAt).filter { $0 >= promoted }.min()
+                let seconds = { (duration: Duration) in String(format: "%.1f", Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18) }
+                print("FAULT pg-auto-failover moves: switchover \(first)→\(second) 503 for \(seconds(report.refusing(from: switchoverStarted, to: afterSwitchover))) s; "
+                      + "kill -9 of \(killed), new primary \(third) taking writes after \(seconds(failoverDone - failoverStarted)) s, "
+                      + "503 for \(seconds(report.refusing(from: failoverStarted, to: loadEnded))) s; first delivery "
+                      + (firstAfter.map { String(format: "%.1f s", $0.timeIntervalSince(promoted)) } ?? "none") + " after the promotion")
+            }
+        }
+    }
+
     /// A stop asked for while the database is away still ends the process: workers waiting
     /// for a connection give up instead of holding the stop until the database is back.
     @Test func sigtermWhileTheDatabaseIsAwayStillExits() async throws {
