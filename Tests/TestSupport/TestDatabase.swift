@@ -96,3 +96,14 @@ public enum TestLogger {
     /// A logger that prints nothing, for clients whose logs are noise in test output.
     public static let quiet = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
 }
+
+extension PostgresClient {
+    /// Runs one server's client for the length of `body`.
+    static func withRunning<Result: Sendable>(
+        _ configuration: Configuration, logger: Logger, _ body: @Sendable (PostgresClient) async throws -> Result
+    ) async throws -> Result {
+        try await DatabaseClient.withRunning(PostgresClient(configuration: configuration, backgroundLogger: logger)) { client in
+            try await body(client)
+        }
+    }
+}
