@@ -1,6 +1,11 @@
 /// Thrown by `withTimeout` when the work did not finish in time.
 public struct TimeoutError: Error, CustomStringConvertible {
     public let duration: Duration
+
+    public init(duration: Duration) {
+        self.duration = duration
+    }
+
     public var description: String { "timed out after \(duration)" }
 }
 

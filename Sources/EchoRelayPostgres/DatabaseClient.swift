@@ -32,14 +32,18 @@ public final class DatabaseClient: Service, Sendable {
     let checkInterval: Duration
     /// While no host will do, how long a failed search is the answer before the next one.
     let retryInterval: Duration
-    /// One connection per host for the checks, apart from the pools' load.
-    private let monitors: [PostgresClient]
+    /// How many hosts (a monitor each, with several).
+    private let hostCount: Int
 
     private struct State {
         /// The pool of each host; a dropped host's is replaced.
         var pools: [PostgresClient]
         /// The task running each pool, once `run()` started them.
         var running: [Task<Void, Never>?]
+        /// One connection per host for the checks, apart from the pools' load; replaced with
+        /// the pool.
+        var monitors: [PostgresClient] = []
+        var monitorsRunning: [Task<Void, Never>?] = []
         var stopped = false
         /// The host in use; nil until chosen, and after it failed.
         var chosen: Int?
@@ -61,19 +65,16 @@ public final class DatabaseClient: Service, Sendable {
         self.checkInterval = checkInterval
         self.retryInterval = retryInterval
         let pools = endpoints.configurations.map { PostgresClient(configuration: $0, backgroundLogger: logger) }
+        self.hostCount = pools.count
+        var state = State(pools: pools, running: Array(repeating: nil, count: pools.count))
         if pools.count == 1, endpoints.sessions == .any {
             self.single = pools[0]
-            self.monitors = []
         } else {
             self.single = nil
-            self.monitors = endpoints.configurations.map { configuration in
-                var configuration = configuration
-                configuration.options.maximumConnections = 1
-                configuration.options.connectTimeout = probeTimeout
-                return PostgresClient(configuration: configuration, backgroundLogger: logger)
-            }
+            state.monitors = endpoints.configurations.map { Self.monitor($0, probeTimeout: probeTimeout, logger: logger) }
+            state.monitorsRunning = Array(repeating: nil, count: pools.count)
         }
-        self.state = Mutex(State(pools: pools, running: Array(repeating: nil, count: pools.count)))
+        self.state = Mutex(state)
     }
 
     /// One server's client, run by the caller: for tests and tools on one server.
@@ -86,8 +87,15 @@ public final class DatabaseClient: Service, Sendable {
         self.probeTimeout = .seconds(2)
         self.checkInterval = .seconds(1)
         self.retryInterval = .milliseconds(250)
-        self.monitors = []
+        self.hostCount = 1
         self.state = Mutex(State(pools: [client], running: [nil]))
+    }
+
+    private static func monitor(_ configuration: PostgresClient.Configuration, probeTimeout: Duration, logger: Logger) -> PostgresClient {
+        var configuration = configuration
+        configuration.options.maximumConnections = 1
+        configuration.options.connectTimeout = probeTimeout
+        return PostgresClient(configuration: configuration, backgroundLogger: logger)
     }
 
     /// Runs the pools (and, with several hosts, the checks) until cancelled or shut down gracefully.
@@ -96,11 +104,11 @@ public final class DatabaseClient: Service, Sendable {
             await single.run()
             return
         }
-        let monitorsRunning = monitors.map { monitor in Task { await monitor.run() } }
         state.withLock { state in
             for index in state.pools.indices {
-                let pool = state.pools[index]
+                let pool = state.pools[index], monitor = state.monitors[index]
                 state.running[index] = Task { await pool.run() }
+                state.monitorsRunning[index] = Task { await monitor.run() }
             }
         }
         await cancelWhenGracefulShutdown {
@@ -112,12 +120,10 @@ public final class DatabaseClient: Service, Sendable {
         }
         let running = state.withLock { state in
             state.stopped = true
-            return state.running
+            return state.running + state.monitorsRunning
         }
         for task in running { task?.cancel() }
-        for task in monitorsRunning { task.cancel() }
         for task in running { await task?.value }
-        for task in monitorsRunning { await task.value }
     }
 
     // MARK: The same calls as PostgresClient's, on the host in use
@@ -130,8 +136,7 @@ public final class DatabaseClient: Service, Sendable {
         do {
             return try await client.withConnection(isolation: isolation, closure)
         } catch {
-            failed(index, client, error)
-            throw error
+            throw failed(index, client, error)
         }
     }
 
@@ -144,8 +149,7 @@ public final class DatabaseClient: Service, Sendable {
         do {
             return try await client.withTransaction(logger: logger, isolation: isolation, closure)
         } catch {
-            failed(index, client, error)
-            throw error
+            throw failed(index, client, error)
         }
     }
 
@@ -155,8 +159,7 @@ public final class DatabaseClient: Service, Sendable {
         do {
             return try await client.query(query, logger: logger)
         } catch {
-            failed(index, client, error)
-            throw error
+            throw failed(index, client, error)
         }
     }
 
@@ -167,8 +170,7 @@ public final class DatabaseClient: Service, Sendable {
         do {
             return try await client.execute(statement, logger: logger)
         } catch {
-            failed(index, client, error)
-            throw error
+            throw failed(index, client, error)
         }
     }
 
@@ -194,7 +196,7 @@ public final class DatabaseClient: Service, Sendable {
     /// Checks the hosts in order and keeps the first that will do.
     private func search() async throws -> Int {
         var findings: [String] = []
-        for index in monitors.indices {
+        for index in 0..<hostCount {
             switch await check(index) {
             case .success(true):
                 state.withLock { state in
@@ -229,23 +231,70 @@ public final class DatabaseClient: Service, Sendable {
         }
     }
 
-    /// Whether host `index` will do, or why it cannot be asked; on its own connection.
+    /// Whether host `index` will do, or why it cannot be asked; on its own connection. The
+    /// answer comes within `probeTimeout` whatever the connection does: a host that went
+    /// away may leave a query that neither answers nor heeds cancellation, so the check does
+    /// not wait for it, and the host's monitor is replaced.
     private func check(_ index: Int) async -> Result<Bool, Reason> {
         let question: PostgresQuery = sessions == .primary
             ? "SELECT NOT pg_is_in_recovery()"
             : "SELECT current_setting('transaction_read_only') = 'off'"
-        let monitor = monitors[index]
-        do {
-            return .success(try await withTimeout(probeTimeout) {
-                var answer = false
-                for try await value in try await monitor.query(question, logger: self.logger).decode(Bool.self) { answer = value }
-                return answer
-            })
-        } catch is TimeoutError {
-            return .failure(Reason("did not answer within \(DurationText.format(probeTimeout))"))
-        } catch {
+        let monitor = state.withLock { $0.monitors[index] }
+        let logger = self.logger
+        let answer = await Self.within(probeTimeout) {
+            var answer = false
+            for try await value in try await monitor.query(question, logger: logger).decode(Bool.self) { answer = value }
+            return answer
+        }
+        switch answer {
+        case .success(let value): return .success(value)
+        case .failure(let error):
+            replaceMonitor(index, monitor)
+            if error is TimeoutError { return .failure(Reason("did not answer within \(DurationText.format(probeTimeout))")) }
             return .failure(Reason("is unreachable (\(safeDescription(of: error)))"))
         }
+    }
+
+    /// `work`'s result, or `TimeoutError` after `limit` without waiting for `work` to end
+    /// (it is cancelled and left to finish on its own).
+    static func within<Value: Sendable>(_ limit: Duration, _ work: @escaping @Sendable () async throws -> Value) async -> Result<Value, any Error> {
+        await withCheckedContinuation { continuation in
+            let once = FirstAnswer(continuation)
+            let worker = Task { once.answer(await Result(catching: { try await work() })) }
+            Task {
+                try? await Task.sleep(for: limit)
+                if once.answer(.failure(TimeoutError(duration: limit))) { worker.cancel() }
+            }
+        }
+    }
+
+    /// Resumes a continuation with the first answer given, and ignores the others.
+    private final class FirstAnswer<Value: Sendable>: Sendable {
+        private let continuation: Mutex<CheckedContinuation<Result<Value, any Error>, Never>?>
+
+        init(_ continuation: CheckedContinuation<Result<Value, any Error>, Never>) {
+            self.continuation = Mutex(continuation)
+        }
+
+        /// True if this was the first answer.
+        @discardableResult
+        func answer(_ result: Result<Value, any Error>) -> Bool {
+            guard let continuation = continuation.withLock({ $0.take() }) else { return false }
+            continuation.resume(returning: result)
+            return true
+        }
+    }
+
+    /// A new monitor for host `index`, if `old` is still it.
+    private func replaceMonitor(_ index: Int, _ old: PostgresClient) {
+        let retired = state.withLock { state -> Task<Void, Never>? in
+            guard !state.stopped, state.monitors[index] === old, state.monitorsRunning[index] != nil else { return nil }
+            let fresh = Self.monitor(configurations[index], probeTimeout: probeTimeout, logger: logger)
+            state.monitors[index] = fresh
+            defer { state.monitorsRunning[index] = Task { await fresh.run() } }
+            return state.monitorsRunning[index]
+        }
+        retired?.cancel()
     }
 
     private struct Reason: Error, CustomStringConvertible {
@@ -254,10 +303,15 @@ public final class DatabaseClient: Service, Sendable {
     }
 
     /// Drops the host in use when `error`, from its pool `client`, says it went away or no
-    /// longer takes writes.
-    private func failed(_ index: Int, _ client: PostgresClient, _ error: any Error) {
-        guard single == nil, Self.meansTheHostChanged(error) else { return }
-        drop(index, pool: client, because: "a statement failed: \(safeDescription(of: error))")
+    /// longer takes writes; returns the error to throw. A call whose pool was retired meanwhile
+    /// (its host dropped: the pool fails what waits on it) is told the database is unavailable.
+    private func failed(_ index: Int, _ client: PostgresClient, _ error: any Error) -> any Error {
+        guard single == nil else { return error }
+        if Self.meansTheHostChanged(error) {
+            drop(index, pool: client, because: "a statement failed: \(safeDescription(of: error))")
+        }
+        let retired = state.withLock { $0.pools[index] !== client }
+        return retired && !(error is StoreError) ? StoreError.unavailable("the database host \(names[index]) went away") : error
     }
 
     /// Stops using host `index` and replaces its pool (if `pool` is still it), so that what

@@ -12,7 +12,7 @@ import TestSupport
 /// PostgreSQL server of this test's own: the store writes to the primary whatever the order of
 /// the hosts, refuses work while neither takes writes, and follows the standby once it is
 /// promoted, with every acknowledged event there.
-@Suite struct FailoverTests {
+@Suite(.timeLimit(.minutes(3))) struct FailoverTests {
     static func event(_ id: String, user: String) -> IncomingEvent {
         IncomingEvent(
             id: id, type: .tokenRotated, userID: user, occurredAt: Date(timeIntervalSince1970: 1_800_000_000), phoneNumber: nil,
@@ -45,7 +45,9 @@ import TestSupport
                     group.addTask { await client.run() }
                     defer { group.cancelAll() }
                     try await Migrator(client: client, logger: TestLogger.quiet).migrate()
-                    let store = PostgresEventStore(client: client, logger: TestLogger.quiet, ingestWait: .seconds(5))
+                    // A wait well past the host check's (1 s apart, 2 s each), so that a loaded
+                    // machine still sees the refusal come from the dropped host, not the wait.
+                    let store = PostgresEventStore(client: client, logger: TestLogger.quiet, ingestWait: .seconds(20))
                     #expect(try await Self.port(of: client) == primary.port)
 
                     var acknowledged: [String: Int64] = [:]
@@ -102,7 +104,7 @@ import TestSupport
                     try await admin.query("SELECT pg_reload_conf()", logger: TestLogger.quiet)
                 }
                 let url = "postgres://echorelay@127.0.0.1:\(primary.port),127.0.0.1:\(standby.port)/postgres?sslmode=disable"
-                try await LiveServer.run(ingestWait: .seconds(3), database: TestDatabase(url: url, name: "postgres")) { server in
+                try await LiveServer.run(ingestWait: .seconds(10), database: TestDatabase(url: url, name: "postgres")) { server in
                     let first = eventBody(id: "evt_ha_1", userID: "u-ha")
                     #expect(try await server.ingest(first).status == 202)
 

@@ -94,7 +94,8 @@ import Glibc
     /// delivered twice but as a retry (same webhook-id), per-user order holds. Prints the
     /// seconds of 503 at ingest after each move and the time from the new primary to the first
     /// delivery after it.
-    @Test func aSwitchoverAndAFailoverOnPgAutoFailoverLoseNothingAcknowledged() async throws {
+    @Test(.timeLimit(.minutes(10)))
+    func aSwitchoverAndAFailoverOnPgAutoFailoverLoseNothingAcknowledged() async throws {
         try await HAFormation.with { formation in
             let uri = try await formation.uri()
             try await FaultLab.run(settings: ["PGUSER": "postgres", "ECHORELAY_LOG_LEVEL": "info"],
