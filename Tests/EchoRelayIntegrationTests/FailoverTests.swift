@@ -21,6 +21,11 @@ import TestSupport
         )
     }
 
+    /// What the client said about its hosts, for a failure's message.
+    static func hostLines(_ logs: LogCapture) -> String {
+        logs.text.split(separator: "\n").filter { $0.contains("host") }.suffix(12).joined(separator: "\n")
+    }
+
     /// The port of the server `client` sends its statements to.
     static func port(of client: DatabaseClient) async throws -> Int {
         var port = 0
@@ -39,7 +44,8 @@ import TestSupport
                 }
                 // The standby first: the client must pass over it.
                 let url = "postgres://echorelay@127.0.0.1:\(standby.port),127.0.0.1:\(primary.port)/postgres?sslmode=disable"
-                let client = DatabaseClient(endpoints: try DatabaseURL.endpoints(url), logger: TestLogger.quiet,
+                let logs = LogCapture()
+                let client = DatabaseClient(endpoints: try DatabaseURL.endpoints(url), logger: logs.logger,
                                             probeTimeout: .seconds(2), retryInterval: .milliseconds(100))
                 try await withThrowingTaskGroup(of: Void.self) { group in
                     group.addTask { await client.run() }
@@ -60,7 +66,7 @@ import TestSupport
                     // every ingest is refused as unavailable (a 503), none is acknowledged.
                     try await primary.crash()
                     for attempt in 1...3 {
-                        await #expect(throws: StoreError.self, "attempt \(attempt)") {
+                        await #expect(throws: StoreError.self, "attempt \(attempt): \(Self.hostLines(logs))") {
                             _ = try await store.ingest(Self.event("evt_during_\(attempt)", user: "u-1"))
                         }
                     }
@@ -73,7 +79,7 @@ import TestSupport
                         after = try? await store.ingest(Self.event("evt_after", user: "u-1"))
                         if after == nil { try await Task.sleep(for: .milliseconds(100)) }
                     }
-                    let receipt = try #require(after, "the store never wrote to the promoted standby")
+                    let receipt = try #require(after, "the store never wrote to the promoted standby: \(Self.hostLines(logs))")
                     #expect(try await Self.port(of: client) == standby.port)
 
                     // Every acknowledged event is there, with its sequence; the user's next
