@@ -47,6 +47,9 @@ public final class DatabaseClient: Service, Sendable {
         var stopped = false
         /// The host in use; nil until chosen, and after it failed.
         var chosen: Int?
+        /// The connections leased through `withConnection` now, by pool, with a number each.
+        var leases: [ObjectIdentifier: [Int: PostgresConnection]] = [:]
+        var nextLease = 0
         /// A search under way, shared by every caller that needs a host meanwhile.
         var search: Task<Int, any Error>?
         /// The last failed search: its answer, and until when it stands.
@@ -134,7 +137,13 @@ public final class DatabaseClient: Service, Sendable {
     ) async throws -> sending Result {
         let (index, client) = try await host()
         do {
-            return try await client.withConnection(isolation: isolation, closure)
+            return try await client.withConnection(isolation: isolation) { connection in
+                // Known while leased: a host dropped meanwhile closes it, so that a statement
+                // stuck on a server that stopped answering fails instead of waiting forever.
+                let lease = leased(connection, by: client)
+                defer { released(lease) }
+                return try await closure(connection)
+            }
         } catch {
             throw failed(index, client, error)
         }
@@ -145,11 +154,8 @@ public final class DatabaseClient: Service, Sendable {
         isolation: isolated (any Actor)? = #isolation,
         _ closure: (PostgresConnection) async throws -> sending Result
     ) async throws -> sending Result {
-        let (index, client) = try await host()
-        do {
-            return try await client.withTransaction(logger: logger, isolation: isolation, closure)
-        } catch {
-            throw failed(index, client, error)
+        try await withConnection(isolation: isolation) { connection in
+            try await connection.withTransaction(logger: logger, isolation: isolation, closure)
         }
     }
 
@@ -171,6 +177,28 @@ public final class DatabaseClient: Service, Sendable {
             return try await client.execute(statement, logger: logger)
         } catch {
             throw failed(index, client, error)
+        }
+    }
+
+    private struct Lease {
+        let pool: ObjectIdentifier
+        let number: Int
+    }
+
+    private func leased(_ connection: PostgresConnection, by pool: PostgresClient) -> Lease? {
+        guard single == nil else { return nil }
+        return state.withLock { state in
+            state.nextLease += 1
+            state.leases[ObjectIdentifier(pool), default: [:]][state.nextLease] = connection
+            return Lease(pool: ObjectIdentifier(pool), number: state.nextLease)
+        }
+    }
+
+    private func released(_ lease: Lease?) {
+        guard let lease else { return }
+        state.withLock { state in
+            state.leases[lease.pool]?[lease.number] = nil
+            if state.leases[lease.pool]?.isEmpty == true { state.leases[lease.pool] = nil }
         }
     }
 
@@ -317,18 +345,23 @@ public final class DatabaseClient: Service, Sendable {
     /// Stops using host `index` and replaces its pool (if `pool` is still it), so that what
     /// waits for one of its connections fails now.
     private func drop(_ index: Int, pool: PostgresClient? = nil, because reason: String) {
-        let retired = state.withLock { state -> Task<Void, Never>? in
+        let (retired, stuck) = state.withLock { state -> (Task<Void, Never>?, [PostgresConnection]) in
             let current = state.pools[index]
             var retired: Task<Void, Never>?
+            var stuck: [PostgresConnection] = []
             if !state.stopped, pool.map({ $0 === current }) ?? true, state.running[index] != nil {
                 retired = state.running[index]
+                stuck = Array((state.leases.removeValue(forKey: ObjectIdentifier(current)) ?? [:]).values)
                 let fresh = PostgresClient(configuration: configurations[index], backgroundLogger: logger)
                 state.pools[index] = fresh
                 state.running[index] = Task { await fresh.run() }
             }
             if state.chosen == index { state.chosen = nil }
-            return retired
+            return (retired, stuck)
         }
+        // What is still running on the old pool's connections fails now (the pool's own
+        // shutdown waits for its leased connections to come back, which a hung server's never do).
+        for connection in stuck { connection.close().whenComplete { _ in } }
         if let retired {
             retired.cancel()
             logger.warning("dropped the database host; choosing again", metadata: ["db.host": "\(names[index])", "reason": "\(reason)"])

@@ -138,4 +138,46 @@ import TestSupport
             }
         }
     }
+
+    /// A primary that stops answering without closing anything (every process stopped): the
+    /// statements stuck on it fail once the host check drops it, instead of holding the
+    /// commits behind them forever, and the store follows the promoted standby.
+    @Test func aPrimaryThatStopsAnsweringIsLeftForThePromotedStandby() async throws {
+        try await PrivatePostgres.withServer(durable: true) { primary in
+            try await primary.withStandby { standby in
+                let url = "postgres://echorelay@127.0.0.1:\(primary.port),127.0.0.1:\(standby.port)/postgres?sslmode=disable"
+                let logs = LogCapture()
+                let client = DatabaseClient(endpoints: try DatabaseURL.endpoints(url), logger: logs.logger,
+                                            probeTimeout: .seconds(2), retryInterval: .milliseconds(100))
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    group.addTask { await client.run() }
+                    defer { group.cancelAll() }
+                    try await Migrator(client: client, logger: TestLogger.quiet).migrate()
+                    let store = PostgresEventStore(client: client, logger: TestLogger.quiet, ingestWait: .seconds(20))
+                    _ = try await store.ingest(Self.event("evt_before", user: "u-1"))
+
+                    try await primary.freeze()
+                    // The first is stuck on the frozen server until the host is dropped; the
+                    // next finds no host that takes writes. Neither waits out its 20 s.
+                    for attempt in 1...2 {
+                        let started = ContinuousClock.now
+                        await #expect(throws: StoreError.self, "attempt \(attempt): \(Self.hostLines(logs))") {
+                            _ = try await store.ingest(Self.event("evt_frozen_\(attempt)", user: "u-1"))
+                        }
+                        #expect(ContinuousClock.now - started < .seconds(15), "attempt \(attempt)")
+                    }
+
+                    try await standby.promote()
+                    let promoted = ContinuousClock.now
+                    var after: IngestReceipt?
+                    while after == nil, ContinuousClock.now - promoted < .seconds(30) {
+                        after = try? await store.ingest(Self.event("evt_after_freeze", user: "u-1"))
+                        if after == nil { try await Task.sleep(for: .milliseconds(100)) }
+                    }
+                    #expect(after != nil, "the store never wrote to the promoted standby: \(Self.hostLines(logs))")
+                    #expect(try await Self.port(of: client) == standby.port)
+                }
+            }
+        }
+    }
 }

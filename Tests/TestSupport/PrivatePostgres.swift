@@ -39,6 +39,9 @@ public struct PrivatePostgres: Sendable {
     public func start() async throws { try await run("start", folder, String(port)) }
     /// Stops at once, as a crash would: no shutdown checkpoint, connections cut.
     public func crash() async throws { try await run("crash", folder) }
+    /// Stops every process of the server (SIGSTOP): its sockets stay open and nothing answers,
+    /// as a hung host. Removing the server thaws and stops it.
+    public func freeze() async throws { try await run("freeze", folder) }
     /// Makes a standby the primary, and waits until it takes writes.
     public func promote() async throws { try await run("promote", folder) }
 
