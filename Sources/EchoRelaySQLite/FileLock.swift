@@ -40,8 +40,23 @@ final class FileLock: Sendable {
     }
 
     /// Opens (creating if missing) and locks `path`, or throws `SQLiteStoreError.locked`.
-    static func acquire(path: String) throws(SQLiteStoreError) -> FileLock {
-        try held.withLock { (held: inout Set<FileID>) throws(SQLiteStoreError) -> FileLock in
+    ///
+    /// A lock another process holds is tried again for up to `patience` before the refusal: a
+    /// child process being started by another thread holds a copy of every descriptor, the
+    /// lock's too, until it executes its program (`O_CLOEXEC` closes it then), so a file closed
+    /// a moment ago can still look locked for that moment. Another EchoRelay holds it for good.
+    static func acquire(path: String, patience: Duration = .seconds(1)) throws(SQLiteStoreError) -> FileLock {
+        let deadline = ContinuousClock.now + patience
+        while true {
+            if let lock = try acquireOnce(path: path) { return lock }
+            guard ContinuousClock.now < deadline else { throw .locked(path: path) }
+            usleep(20_000)
+        }
+    }
+
+    /// The lock, or nil when another open file description holds it now.
+    private static func acquireOnce(path: String) throws(SQLiteStoreError) -> FileLock? {
+        try held.withLock { (held: inout Set<FileID>) throws(SQLiteStoreError) -> FileLock? in
             var info = stat()
             if stat(path, &info) == 0, held.contains(FileID(info)) { throw .locked(path: path) }
 
@@ -52,7 +67,7 @@ final class FileLock: Sendable {
             guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
                 let failure = errno
                 close(fd)  // no SQLite connection of ours has this file open, so no fcntl lock to lose
-                if failure == EWOULDBLOCK { throw .locked(path: path) }
+                if failure == EWOULDBLOCK { return nil }
                 throw .cannotOpen(path: path, reason: "flock: " + String(cString: strerror(failure)))
             }
             guard fstat(fd, &info) == 0 else {
