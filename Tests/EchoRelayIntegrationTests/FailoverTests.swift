@@ -33,67 +33,80 @@ import TestSupport
         return port
     }
 
-    @Test func theStoreWritesToThePrimaryAndFollowsItsStandbyWhenPromotedLosingNothingAcknowledged() async throws {
+    /// A primary and its streaming standby, each a server of this test's own, durable, the
+    /// standby synchronous: a commit returns once the standby has it, so "acknowledged"
+    /// survives the primary.
+    static func withSynchronousPair(_ body: @Sendable (PrivatePostgres, PrivatePostgres) async throws -> Void) async throws {
         try await PrivatePostgres.withServer(durable: true) { primary in
             try await primary.withStandby { standby in
-                // Synchronous: a commit returns once the standby has it, so "acknowledged"
-                // survives the primary.
                 try await primary.database.withClient { admin in
                     try await admin.query("ALTER SYSTEM SET synchronous_standby_names = '*'", logger: TestLogger.quiet)
                     try await admin.query("SELECT pg_reload_conf()", logger: TestLogger.quiet)
                 }
-                // The standby first: the client must pass over it.
-                let url = "postgres://echorelay@127.0.0.1:\(standby.port),127.0.0.1:\(primary.port)/postgres?sslmode=disable"
-                let logs = LogCapture()
-                let client = DatabaseClient(endpoints: try DatabaseURL.endpoints(url), logger: logs.logger,
-                                            probeTimeout: .seconds(2), retryInterval: .milliseconds(100))
-                try await withThrowingTaskGroup(of: Void.self) { group in
-                    group.addTask { await client.run() }
-                    defer { group.cancelAll() }
-                    try await Migrator(client: client, logger: TestLogger.quiet).migrate()
-                    // A wait well past the host check's (1 s apart, 2 s each), so that a loaded
-                    // machine still sees the refusal come from the dropped host, not the wait.
-                    let store = PostgresEventStore(client: client, logger: TestLogger.quiet, ingestWait: .seconds(20))
-                    #expect(try await Self.port(of: client) == primary.port)
+                try await body(primary, standby)
+            }
+        }
+    }
 
-                    var acknowledged: [String: Int64] = [:]
-                    for index in 1...20 {
-                        let receipt = try await store.ingest(Self.event("evt_before_\(index)", user: "u-\(index % 3)"))
-                        acknowledged[receipt.id] = receipt.sequence
-                    }
+    /// A running client on `url`, the schema migrated, and a store on it. Its ingest waits well
+    /// past the host check's (1 s apart, 2 s each), so that a loaded machine still sees a
+    /// refusal come from a dropped host, not from the wait.
+    static func withStore(_ url: String, _ body: @Sendable (DatabaseClient, PostgresEventStore, LogCapture) async throws -> Void) async throws {
+        let logs = LogCapture()
+        let client = DatabaseClient(endpoints: try DatabaseURL.endpoints(url), logger: logs.logger,
+                                    probeTimeout: .seconds(2), retryInterval: .milliseconds(100))
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { await client.run() }
+            defer { group.cancelAll() }
+            try await Migrator(client: client, logger: TestLogger.quiet).migrate()
+            try await body(client, PostgresEventStore(client: client, logger: TestLogger.quiet, ingestWait: .seconds(20)), logs)
+        }
+    }
 
-                    // The primary dies. Until the standby is promoted nothing takes writes:
-                    // every ingest is refused as unavailable (a 503), none is acknowledged.
-                    try await primary.crash()
-                    for attempt in 1...3 {
-                        await #expect(throws: StoreError.self, "attempt \(attempt): \(Self.hostLines(logs))") {
-                            _ = try await store.ingest(Self.event("evt_during_\(attempt)", user: "u-1"))
-                        }
-                    }
-                    #expect(await store.readiness() != .ready)
+    @Test func theStoreWritesToThePrimaryAndFollowsItsStandbyWhenPromotedLosingNothingAcknowledged() async throws {
+        try await Self.withSynchronousPair { primary, standby in
+            // The standby first: the client must pass over it.
+            let url = "postgres://echorelay@127.0.0.1:\(standby.port),127.0.0.1:\(primary.port)/postgres?sslmode=disable"
+            try await Self.withStore(url) { client, store, logs in
+                #expect(try await Self.port(of: client) == primary.port)
 
-                    try await standby.promote()
-                    let promoted = ContinuousClock.now
-                    var after: IngestReceipt?
-                    while after == nil, ContinuousClock.now - promoted < .seconds(30) {
-                        after = try? await store.ingest(Self.event("evt_after", user: "u-1"))
-                        if after == nil { try await Task.sleep(for: .milliseconds(100)) }
-                    }
-                    let receipt = try #require(after, "the store never wrote to the promoted standby: \(Self.hostLines(logs))")
-                    #expect(try await Self.port(of: client) == standby.port)
+                var acknowledged: [String: Int64] = [:]
+                for index in 1...20 {
+                    let receipt = try await store.ingest(Self.event("evt_before_\(index)", user: "u-\(index % 3)"))
+                    acknowledged[receipt.id] = receipt.sequence
+                }
 
-                    // Every acknowledged event is there, with its sequence; the user's next
-                    // follows on without a gap (the refused ones took none).
-                    for (id, sequence) in acknowledged {
-                        #expect(try await store.event(id: id)?.sequence == sequence, "\(id)")
+                // The primary dies. Until the standby is promoted nothing takes writes:
+                // every ingest is refused as unavailable (a 503), none is acknowledged.
+                try await primary.crash()
+                for attempt in 1...3 {
+                    await #expect(throws: StoreError.self, "attempt \(attempt): \(Self.hostLines(logs))") {
+                        _ = try await store.ingest(Self.event("evt_during_\(attempt)", user: "u-1"))
                     }
-                    let before = acknowledged.filter { $0.key.hasPrefix("evt_before_") }.count
-                    #expect(before == 20)
-                    let userOne = (1...20).filter { $0 % 3 == 1 }.count
-                    #expect(receipt.sequence == Int64(userOne + 1))
-                    for attempt in 1...3 {
-                        #expect(try await store.event(id: "evt_during_\(attempt)") == nil)
-                    }
+                }
+                #expect(await store.readiness() != .ready)
+
+                try await standby.promote()
+                let promoted = ContinuousClock.now
+                var after: IngestReceipt?
+                while after == nil, ContinuousClock.now - promoted < .seconds(30) {
+                    after = try? await store.ingest(Self.event("evt_after", user: "u-1"))
+                    if after == nil { try await Task.sleep(for: .milliseconds(100)) }
+                }
+                let receipt = try #require(after, "the store never wrote to the promoted standby: \(Self.hostLines(logs))")
+                #expect(try await Self.port(of: client) == standby.port)
+
+                // Every acknowledged event is there, with its sequence; the user's next
+                // follows on without a gap (the refused ones took none).
+                for (id, sequence) in acknowledged {
+                    #expect(try await store.event(id: id)?.sequence == sequence, "\(id)")
+                }
+                let before = acknowledged.filter { $0.key.hasPrefix("evt_before_") }.count
+                #expect(before == 20)
+                let userOne = (1...20).filter { $0 % 3 == 1 }.count
+                #expect(receipt.sequence == Int64(userOne + 1))
+                for attempt in 1...3 {
+                    #expect(try await store.event(id: "evt_during_\(attempt)") == nil)
                 }
             }
         }
@@ -103,38 +116,32 @@ import TestSupport
     /// `503` from `/readyz` while no host takes writes, `202` again after the promotion, and
     /// the stored receipt for an event pushed again.
     @Test func ingestAnswers503WithRetryAfterWhileNoHostTakesWritesAnd202AfterThePromotion() async throws {
-        try await PrivatePostgres.withServer(durable: true) { primary in
-            try await primary.withStandby { standby in
-                try await primary.database.withClient { admin in
-                    try await admin.query("ALTER SYSTEM SET synchronous_standby_names = '*'", logger: TestLogger.quiet)
-                    try await admin.query("SELECT pg_reload_conf()", logger: TestLogger.quiet)
-                }
-                let url = "postgres://echorelay@127.0.0.1:\(primary.port),127.0.0.1:\(standby.port)/postgres?sslmode=disable"
-                try await LiveServer.run(ingestWait: .seconds(10), database: TestDatabase(url: url, name: "postgres")) { server in
-                    let first = eventBody(id: "evt_ha_1", userID: "u-ha")
-                    #expect(try await server.ingest(first).status == 202)
+        try await Self.withSynchronousPair { primary, standby in
+            let url = "postgres://echorelay@127.0.0.1:\(primary.port),127.0.0.1:\(standby.port)/postgres?sslmode=disable"
+            try await LiveServer.run(ingestWait: .seconds(10), database: TestDatabase(url: url, name: "postgres")) { server in
+                let first = eventBody(id: "evt_ha_1", userID: "u-ha")
+                #expect(try await server.ingest(first).status == 202)
 
-                    try await primary.crash()
-                    let during = try await server.ingest(eventBody(id: "evt_ha_2", userID: "u-ha"))
-                    #expect(during.status == 503, "\(during.text)")
-                    #expect(during.headers["Retry-After"].first != nil)
-                    #expect(try await server.http.get("/readyz").status == 503)
+                try await primary.crash()
+                let during = try await server.ingest(eventBody(id: "evt_ha_2", userID: "u-ha"))
+                #expect(during.status == 503, "\(during.text)")
+                #expect(during.headers["Retry-After"].first != nil)
+                #expect(try await server.http.get("/readyz").status == 503)
 
-                    try await standby.promote()
-                    let promoted = ContinuousClock.now
-                    var status = 0
-                    while status != 202, ContinuousClock.now - promoted < .seconds(30) {
-                        status = try await server.ingest(eventBody(id: "evt_ha_2", userID: "u-ha")).status
-                        if status != 202 { try await Task.sleep(for: .milliseconds(100)) }
-                    }
-                    #expect(status == 202, "no 202 within 30 s of the promotion")
-                    #expect(try await server.http.get("/readyz").status == 200)
-                    let again = try await server.ingest(first)
-                    #expect(again.status == 202)
-                    #expect(again.json?["sequence"] as? Int == 1, "the receipt stored before the failover")
-                    let evt2 = try await server.http.get("/v1/events/evt_ha_2", bearer: LiveServer.adminToken).json
-                    #expect(evt2?["sequence"] as? Int == 2)
+                try await standby.promote()
+                let promoted = ContinuousClock.now
+                var status = 0
+                while status != 202, ContinuousClock.now - promoted < .seconds(30) {
+                    status = try await server.ingest(eventBody(id: "evt_ha_2", userID: "u-ha")).status
+                    if status != 202 { try await Task.sleep(for: .milliseconds(100)) }
                 }
+                #expect(status == 202, "no 202 within 30 s of the promotion")
+                #expect(try await server.http.get("/readyz").status == 200)
+                let again = try await server.ingest(first)
+                #expect(again.status == 202)
+                #expect(again.json?["sequence"] as? Int == 1, "the receipt stored before the failover")
+                let evt2 = try await server.http.get("/v1/events/evt_ha_2", bearer: LiveServer.adminToken).json
+                #expect(evt2?["sequence"] as? Int == 2)
             }
         }
     }
@@ -143,40 +150,31 @@ import TestSupport
     /// statements stuck on it fail once the host check drops it, instead of holding the
     /// commits behind them forever, and the store follows the promoted standby.
     @Test func aPrimaryThatStopsAnsweringIsLeftForThePromotedStandby() async throws {
-        try await PrivatePostgres.withServer(durable: true) { primary in
-            try await primary.withStandby { standby in
-                let url = "postgres://echorelay@127.0.0.1:\(primary.port),127.0.0.1:\(standby.port)/postgres?sslmode=disable"
-                let logs = LogCapture()
-                let client = DatabaseClient(endpoints: try DatabaseURL.endpoints(url), logger: logs.logger,
-                                            probeTimeout: .seconds(2), retryInterval: .milliseconds(100))
-                try await withThrowingTaskGroup(of: Void.self) { group in
-                    group.addTask { await client.run() }
-                    defer { group.cancelAll() }
-                    try await Migrator(client: client, logger: TestLogger.quiet).migrate()
-                    let store = PostgresEventStore(client: client, logger: TestLogger.quiet, ingestWait: .seconds(20))
-                    _ = try await store.ingest(Self.event("evt_before", user: "u-1"))
+        try await Self.withSynchronousPair { primary, standby in
+            let url = "postgres://echorelay@127.0.0.1:\(primary.port),127.0.0.1:\(standby.port)/postgres?sslmode=disable"
+            try await Self.withStore(url) { client, store, logs in
+                _ = try await store.ingest(Self.event("evt_before", user: "u-1"))
 
-                    try await primary.freeze()
-                    // The first is stuck on the frozen server until the host is dropped; the
-                    // next finds no host that takes writes. Neither waits out its 20 s.
-                    for attempt in 1...2 {
-                        let started = ContinuousClock.now
-                        await #expect(throws: StoreError.self, "attempt \(attempt): \(Self.hostLines(logs))") {
-                            _ = try await store.ingest(Self.event("evt_frozen_\(attempt)", user: "u-1"))
-                        }
-                        #expect(ContinuousClock.now - started < .seconds(15), "attempt \(attempt)")
+                try await primary.freeze()
+                // The first is stuck on the frozen server until the host is dropped; the
+                // next finds no host that takes writes. Neither waits out its 20 s.
+                for attempt in 1...2 {
+                    let started = ContinuousClock.now
+                    await #expect(throws: StoreError.self, "attempt \(attempt): \(Self.hostLines(logs))") {
+                        _ = try await store.ingest(Self.event("evt_frozen_\(attempt)", user: "u-1"))
                     }
-
-                    try await standby.promote()
-                    let promoted = ContinuousClock.now
-                    var after: IngestReceipt?
-                    while after == nil, ContinuousClock.now - promoted < .seconds(30) {
-                        after = try? await store.ingest(Self.event("evt_after_freeze", user: "u-1"))
-                        if after == nil { try await Task.sleep(for: .milliseconds(100)) }
-                    }
-                    #expect(after != nil, "the store never wrote to the promoted standby: \(Self.hostLines(logs))")
-                    #expect(try await Self.port(of: client) == standby.port)
+                    #expect(ContinuousClock.now - started < .seconds(15), "attempt \(attempt)")
                 }
+
+                try await standby.promote()
+                let promoted = ContinuousClock.now
+                var after: IngestReceipt?
+                while after == nil, ContinuousClock.now - promoted < .seconds(30) {
+                    after = try? await store.ingest(Self.event("evt_after_freeze", user: "u-1"))
+                    if after == nil { try await Task.sleep(for: .milliseconds(100)) }
+                }
+                #expect(after != nil, "the store never wrote to the promoted standby: \(Self.hostLines(logs))")
+                #expect(try await Self.port(of: client) == standby.port)
             }
         }
     }
