@@ -20,12 +20,13 @@ struct SecurityEventsController<Context: RequestContext>: Sendable {
     let workCreated: @Sendable () -> Void
 
     func addRoutes(to router: Router<Context>) {
-        if receiver != nil { router.post("/v1/sets", use: push) }
+        if let receiver {
+            router.post("/v1/sets") { request, context in try await push(request, context: context, receiver: receiver) }
+        }
         router.get("/v1/sets", use: list)
     }
 
-    @Sendable func push(_ request: Request, context: Context) async throws -> Response {
-        guard let receiver else { throw Problem.notFound("no Shared Signals transmitter is configured") }
+    func push(_ request: Request, context: Context, receiver: SecurityEventReceiver) async throws -> Response {
         do {
             let result = try await accept(request, context: context, receiver: receiver)
             metrics.securityEventReceived(result)

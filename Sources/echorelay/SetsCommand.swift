@@ -24,14 +24,7 @@ struct SetsCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Only SETs that became this: event, verification, ignored or unmatched.", valueName: "disposition"))
     var disposition: String?
 
-    @Option(help: "Items per request, 1–100. (default: the server's, 50)")
-    var limit: Int?
-
-    @Option(help: "Start from this page: the next_cursor of an earlier --json answer.")
-    var cursor: String?
-
-    @Flag(help: "Follow the pages to the end instead of stopping after the first.")
-    var all = false
+    @OptionGroup var paging: PagingOptions
 
     @OptionGroup var client: ClientOptions
 
@@ -39,15 +32,13 @@ struct SetsCommand: AsyncParsableCommand {
         if let disposition, SecurityEventDisposition(rawValue: disposition) == nil {
             throw ValidationError("--disposition must be event, verification, ignored or unmatched, got \"\(disposition)\"")
         }
-        if let limit, !(1...100).contains(limit) { throw ValidationError("--limit must be 1–100, got \(limit)") }
     }
 
     func run() async throws {
         try await client.run { api in
             var query: [(String, String)] = []
             if let disposition { query.append(("disposition", disposition)) }
-            if let limit { query.append(("limit", String(limit))) }
-            let pages = try await Pages.fetch(api, ["v1", "sets"], query: query, cursor: cursor, all: all)
+            let pages = try await paging.fetch(api, ["v1", "sets"], filters: query)
             if client.json { return printJSON(try pages.json(listKey: "security_events")) }
             let received = try pages.items(SecurityEventsPage.self, \.security_events)
             print(received.isEmpty ? "no SETs received" + (disposition.map { " that became \($0)" } ?? "") : Self.table(received))

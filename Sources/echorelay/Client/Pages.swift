@@ -58,8 +58,7 @@ struct Pages {
     }
 }
 
-/// The options every list verb shares: a time window on when things happened, the page size,
-/// where to start, and whether to follow every page.
+/// The options every list verb shares: a time window on when things happened, and the pages.
 struct PageOptions: ParsableArguments {
     @Option(help: ArgumentHelp("Only those at or after this time (for events, when they were received): \(TimeArgument.help).",
                                valueName: "time"))
@@ -68,6 +67,25 @@ struct PageOptions: ParsableArguments {
     @Option(help: ArgumentHelp("Only those before this time: \(TimeArgument.help).", valueName: "time"))
     var until: String?
 
+    @OptionGroup var paging: PagingOptions
+
+    func validate() throws {
+        try TimeArgument.validate(since, flag: "--since")
+        try TimeArgument.validate(until, flag: "--until")
+    }
+
+    /// Fetches `path` with `filters`, this window and the page options.
+    func fetch(_ api: APIClient, _ path: [String], filters: [(String, String)]) async throws(ClientError) -> Pages {
+        var query = filters
+        if let since = TimeArgument.value(since) { query.append(("since", since)) }
+        if let until = TimeArgument.value(until) { query.append(("until", until)) }
+        return try await paging.fetch(api, path, filters: query)
+    }
+}
+
+/// The page size, where to start, and whether to follow every page (lists without a time
+/// window use these alone).
+struct PagingOptions: ParsableArguments {
     @Option(help: "Items per request, 1–100. (default: the server's, 50)")
     var limit: Int?
 
@@ -78,16 +96,12 @@ struct PageOptions: ParsableArguments {
     var all = false
 
     func validate() throws {
-        try TimeArgument.validate(since, flag: "--since")
-        try TimeArgument.validate(until, flag: "--until")
         if let limit, !(1...100).contains(limit) { throw ValidationError("--limit must be 1–100, got \(limit)") }
     }
 
-    /// Fetches `path` with `filters` and this window and page size.
+    /// Fetches `path` with `filters` and this page size.
     func fetch(_ api: APIClient, _ path: [String], filters: [(String, String)]) async throws(ClientError) -> Pages {
         var query = filters
-        if let since = TimeArgument.value(since) { query.append(("since", since)) }
-        if let until = TimeArgument.value(until) { query.append(("until", until)) }
         if let limit { query.append(("limit", String(limit))) }
         return try await Pages.fetch(api, path, query: query, cursor: cursor, all: all)
     }
