@@ -14,6 +14,15 @@ enum Setting {
         return value
     }
 
+    /// `ECHORELAY_THREADS`: the event loops' thread count, nil for NIO's default (one a core).
+    static func threads(_ flag: Int?) throws -> Int? {
+        guard let text = flag.map(String.init) ?? value(nil, "ECHORELAY_THREADS") else { return nil }
+        guard let threads = Int(text), (1...1024).contains(threads) else {
+            throw ConfigurationError(setting: "ECHORELAY_THREADS", reason: "must be a whole number from 1 to 1024, got \"\(text)\"")
+        }
+        return threads
+    }
+
     /// `ECHORELAY_PRIVATE_SUBSCRIBERS`: private hosts and ranges allowed over https.
     static func privateSubscribers(_ flag: String?) throws -> PrivateSubscriberAllowList {
         guard let text = value(flag, "ECHORELAY_PRIVATE_SUBSCRIBERS") else { return .none }

@@ -3,6 +3,7 @@ import EchoRelayCore
 import EchoRelayServer
 import Hummingbird
 import Logging
+import NIOCore
 
 struct ServeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -122,9 +123,14 @@ struct ServeCommand: AsyncParsableCommand {
     @Flag(help: "Do not apply pending database migrations at start-up (run `echorelay migrate` yourself). (env: ECHORELAY_NO_MIGRATE=1)")
     var noMigrate = false
 
+    @Option(help: "Threads for the network and the database connections (the event loops). Where serve shares a machine's cores with PostgreSQL, fewer threads than cores leave the database its share and save thread switches: on 2 cores, 1. (env: ECHORELAY_THREADS, default: one a core)")
+    var threads: Int?
+
     @OptionGroup var logging: LoggingOptions
 
     func run() async throws {
+        // First, before anything starts the event loops: the count is read when they start.
+        if let threads = try Setting.threads(threads) { NIOSingletons.groupLoopCountSuggestion = threads }
         let logger = try logging.bootstrap(label: "echorelay")
         let demo = self.demo || Setting.value(nil, "ECHORELAY_DEMO") == "1"
         var configuration = ServerConfiguration(

@@ -23,7 +23,7 @@ import Glibc
                      "--private-subscribers", "ECHORELAY_PRIVATE_SUBSCRIBERS", "--subscriber-ca-file", "ECHORELAY_SUBSCRIBER_CA_FILE",
                      "--set-issuer", "ECHORELAY_SET_ISSUER", "--set-audience", "ECHORELAY_SET_AUDIENCE", "--set-jwks-url",
                      "ECHORELAY_SET_JWKS_URL", "--set-allow-http", "ECHORELAY_SET_ALLOW_HTTP", "--set-push-token",
-                     "ECHORELAY_SET_PUSH_TOKEN"] {
+                     "ECHORELAY_SET_PUSH_TOKEN", "--threads", "ECHORELAY_THREADS"] {
             #expect(result.stdout.contains(name), "serve --help does not mention \(name)")
         }
     }
@@ -148,6 +148,36 @@ import Glibc
         #expect(result.status != 0)
         #expect(result.stderr.contains(message), "\(result.stderr)")
         #expect(!result.stderr.contains("short-secret") && !result.stderr.contains("a-push-token-of-enough-length"))
+    }
+
+    @Test(arguments: [1, 3])
+    func serveRunsTheNetworkOnTheThreadsItIsGiven(threads: Int) async throws {
+        try await TestDatabase.withFresh { database in
+            let port = try freeLoopbackPort()
+            let server = try ChildProcess(["serve", "--port", String(port)], environment: [
+                "ECHORELAY_DATABASE_URL": database.url, "ECHORELAY_INGEST_SECRETS": LiveServer.ingestSecret,
+                "ECHORELAY_LOG_LEVEL": "error", "ECHORELAY_THREADS": String(threads),
+            ].merging(Self.echoEnvironment) { $1 })
+            defer { server.signal(SIGKILL) }
+            let http = HTTPTestClient(port: port)
+            try await server.waitUntilAnswering(http)
+            #expect(try await http.get("/readyz").status == 200, "it serves, database included")
+            // NIO names each event loop's thread NIO-SGLTN-<group>-#<loop>.
+            let names = try FileManager.default.contentsOfDirectory(atPath: "/proc/\(server.pid)/task").map {
+                try String(contentsOfFile: "/proc/\(server.pid)/task/\($0)/comm", encoding: .utf8)
+            }
+            #expect(names.filter { $0.hasPrefix("NIO-SGLTN-") }.count == threads, "\(names.sorted())")
+        }
+    }
+
+    @Test(arguments: ["0", "many", "1025"])
+    func serveRefusesAThreadCountItCannotUse(value: String) async throws {
+        let result = try await ChildProcess.run(["serve"], environment: [
+            "ECHORELAY_DATABASE_URL": "postgres://echorelay@127.0.0.1:1/none", "ECHORELAY_INGEST_SECRETS": LiveServer.ingestSecret,
+            "ECHORELAY_THREADS": value,
+        ].merging(Self.echoEnvironment) { $1 })
+        #expect(result.status != 0)
+        #expect(result.stderr.contains("ECHORELAY_THREADS: must be a whole number from 1 to 1024, got \"\(value)\""), "\(result.stderr)")
     }
 
     @Test func serveRefusesABadDatabaseURLWithoutRepeatingIt() async throws {

@@ -29,6 +29,9 @@ public final class ChildProcess: Sendable {
 
     public var isRunning: Bool { child.isRunning }
 
+    /// The process id, for reading `/proc`.
+    public var pid: pid_t { child.pid }
+
     /// A child the test never waited for (it failed before) is killed, not left running: a
     /// `serve` left over from a failed test kept running for the rest of the suite.
     deinit {
