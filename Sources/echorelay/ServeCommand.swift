@@ -123,7 +123,7 @@ struct ServeCommand: AsyncParsableCommand {
     @Flag(help: "Do not apply pending database migrations at start-up (run `echorelay migrate` yourself). (env: ECHORELAY_NO_MIGRATE=1)")
     var noMigrate = false
 
-    @Option(help: "Threads for the network and the database connections (the event loops). Where serve shares a machine's cores with PostgreSQL, fewer threads than cores leave the database its share and save thread switches: on 2 cores, 1. (env: ECHORELAY_THREADS, default: one a core)")
+    @Option(help: "Threads for the network and the database connections (the event loops). Where serve shares a machine's cores with PostgreSQL, fewer threads than cores leave the database its share and save thread switches: on 2 cores, 1 for an ingest-role process (one that also verifies needs its threads for that). (env: ECHORELAY_THREADS, default: one a core)")
     var threads: Int?
 
     @OptionGroup var logging: LoggingOptions
