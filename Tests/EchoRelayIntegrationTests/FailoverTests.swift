@@ -51,6 +51,17 @@ import TestSupport
     /// A running client on `url`, the schema migrated, and a store on it. Its ingest waits well
     /// past the host check's (1 s apart, 2 s each), so that a loaded machine still sees a
     /// refusal come from a dropped host, not from the wait.
+    /// Ingests event `id` of user u-1, again every 100 ms while no host takes writes (a
+    /// standby being promoted), for up to 30 s; nil if it was never taken.
+    static func ingestOnceWritable(_ store: PostgresEventStore, id: String) async throws -> IngestReceipt? {
+        let started = ContinuousClock.now
+        while ContinuousClock.now - started < .seconds(30) {
+            if let receipt = try? await store.ingest(event(id, user: "u-1")) { return receipt }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        return nil
+    }
+
     static func withStore(_ url: String, _ body: @Sendable (DatabaseClient, PostgresEventStore, LogCapture) async throws -> Void) async throws {
         let logs = LogCapture()
         let client = DatabaseClient(endpoints: try DatabaseURL.endpoints(url), logger: logs.logger,
@@ -87,12 +98,7 @@ import TestSupport
                 #expect(await store.readiness() != .ready)
 
                 try await standby.promote()
-                let promoted = ContinuousClock.now
-                var after: IngestReceipt?
-                while after == nil, ContinuousClock.now - promoted < .seconds(30) {
-                    after = try? await store.ingest(Self.event("evt_after", user: "u-1"))
-                    if after == nil { try await Task.sleep(for: .milliseconds(100)) }
-                }
+                let after = try await Self.ingestOnceWritable(store, id: "evt_after")
                 let receipt = try #require(after, "the store never wrote to the promoted standby: \(Self.hostLines(logs))")
                 #expect(try await Self.port(of: client) == standby.port)
 
@@ -167,12 +173,7 @@ import TestSupport
                 }
 
                 try await standby.promote()
-                let promoted = ContinuousClock.now
-                var after: IngestReceipt?
-                while after == nil, ContinuousClock.now - promoted < .seconds(30) {
-                    after = try? await store.ingest(Self.event("evt_after_freeze", user: "u-1"))
-                    if after == nil { try await Task.sleep(for: .milliseconds(100)) }
-                }
+                let after = try await Self.ingestOnceWritable(store, id: "evt_after_freeze")
                 #expect(after != nil, "the store never wrote to the promoted standby: \(Self.hostLines(logs))")
                 #expect(try await Self.port(of: client) == standby.port)
             }
