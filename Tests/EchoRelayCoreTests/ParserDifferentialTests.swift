@@ -1,6 +1,7 @@
 @testable import EchoRelayCore
 import Foundation
 import Testing
+import TestSupport
 
 /// The one-pass parser against the one it replaced (`ReferenceEventParser`, a frozen copy),
 /// over the fuzz suite's generated, mutated and hostile bodies, random bytes, and a list of
@@ -14,78 +15,86 @@ import Testing
 /// must refuse with the same text. Runs as many cases as ParserFuzzTests, scaled and seeded
 /// by the same `ECHORELAY_FUZZ_SCALE` and `ECHORELAY_FUZZ_SEED`.
 @Suite struct ParserDifferentialTests {
-    @Test func generatedEventBodies() {
-        var tally = Tally()
-        Fuzz.check("differential.generatedEventBodies", cases: 300) { rng, c in
-            let spec = EventSpec.random(&rng)
-            let body = Array(JSONText.write(spec.tree(&rng), &rng).utf8)
-            Differential.check(body, &c, &tally)
-        }
-        // Most generated bodies carry numbers in their extra fields and so fall back; the
-        // rest must really have been read by the one-pass reader.
-        #expect(tally.read > 60 && tally.fellBack > 60, "\(tally)")
-    }
-
-    @Test func mutatedEventBodies() {
-        var tally = Tally()
-        Fuzz.check("differential.mutatedEventBodies", cases: 800) { rng, c in
-            let spec = EventSpec.random(&rng)
-            var tree = spec.tree(&rng)
-            for _ in 0..<rng.int(1...3) { Mutate.event(&tree, &rng) }
-            var body = Array(JSONText.write(tree, &rng).utf8)
-            if rng.chance(0.35) {
-                for _ in 0..<rng.int(1...3) { Mutate.bytes(&body, &rng) }
+    @Test func generatedEventBodies() async {
+        await offTheConcurrencyPool {
+            var tally = Tally()
+            Fuzz.check("differential.generatedEventBodies", cases: 300) { rng, c in
+                let spec = EventSpec.random(&rng)
+                let body = Array(JSONText.write(spec.tree(&rng), &rng).utf8)
+                Differential.check(body, &c, &tally)
             }
-            Differential.check(body, &c, &tally)
+            // Most generated bodies carry numbers in their extra fields and so fall back; the
+            // rest must really have been read by the one-pass reader.
+            #expect(tally.read > 60 && tally.fellBack > 60, "\(tally)")
         }
-        // A floor on how many bodies took each path, not an exact count: the generators draw
-        // from Swift sets and dictionaries, whose order changes from process to process, so
-        // the split moves around its mean (a run read 99).
-        #expect(tally.read > 60 && tally.fellBack > 60 && tally.refusedByReader > 40, "\(tally)")
     }
 
-    @Test func oneHostileField() {
-        var tally = Tally()
-        Fuzz.check("differential.oneHostileField", cases: 600) { rng, c in
-            let spec = EventSpec.random(&rng)
-            let field = rng.pick(FieldOracle.fields.filter { $0 != "data.phone_number" || spec.phoneNumber != nil })
-            let text = FieldOracle.hostileString(for: field, &rng)
-            let value: JSONTree = rng.chance(0.15) ? rng.pick([.null, .bool(true), .raw("12"), .array([.string(text)]), .object([])]) : .string(text)
-            let body = Array(JSONText.write(spec.tree(&rng, replacing: field, with: value), &rng).utf8)
-            Differential.check(body, &c, &tally)
-        }
-        #expect(tally.read > 100, "\(tally)")
-    }
-
-    @Test func randomBytes() {
-        var tally = Tally()
-        Fuzz.check("differential.randomBytes", cases: 2000) { rng, c in
-            var body: [UInt8]
-            switch rng.int(0...3) {
-            case 0:
-                // Half of them inside a string, where the reader checks UTF-8 itself.
-                body = (rng.chance(0.5) ? Array(#"{"x":""#.utf8) : [])
-                    + (0..<rng.int(0...256)).map { _ in UInt8.random(in: 0...255, using: &rng) }
-            case 1:
-                let alphabet = Array(#"{}[]{}[]"":,,::0123456789-+.eE truefalsnul\u00 "id""type""echo""data"""#.utf8) + [0, 0x0A, 0xC3, 0xA9, 0xFF]
-                body = (0..<rng.int(0...256)).map { _ in rng.pick(alphabet) }
-            case 2:
-                // Objects of random keys and random values without numbers: the reader's ground.
-                body = Array(JSONText.write(.object((0..<rng.int(0...8)).map { _ in
-                    (rng.pick(["id", "type", "data", "echo", "x", "", "\u{0}", "é", "K", "\u{212A}"]), Differential.numberless(&rng, depth: 4))
-                }), &rng).utf8)
-            default:
-                // A valid body cut short, or with one byte replaced: the reader's refusals.
-                body = Array(JSONText.write(EventSpec.random(&rng).tree(&rng), &rng).utf8)
-                if rng.chance(0.5) {
-                    body.removeSubrange(rng.int(0...body.count)...)
-                } else if !body.isEmpty {
-                    body[rng.int(0...body.count - 1)] = UInt8.random(in: 0...255, using: &rng)
+    @Test func mutatedEventBodies() async {
+        await offTheConcurrencyPool {
+            var tally = Tally()
+            Fuzz.check("differential.mutatedEventBodies", cases: 800) { rng, c in
+                let spec = EventSpec.random(&rng)
+                var tree = spec.tree(&rng)
+                for _ in 0..<rng.int(1...3) { Mutate.event(&tree, &rng) }
+                var body = Array(JSONText.write(tree, &rng).utf8)
+                if rng.chance(0.35) {
+                    for _ in 0..<rng.int(1...3) { Mutate.bytes(&body, &rng) }
                 }
+                Differential.check(body, &c, &tally)
             }
-            Differential.check(body, &c, &tally)
+            // A floor on how many bodies took each path, not an exact count: the generators draw
+            // from Swift sets and dictionaries, whose order changes from process to process, so
+            // the split moves around its mean (a run read 99).
+            #expect(tally.read > 60 && tally.fellBack > 60 && tally.refusedByReader > 40, "\(tally)")
         }
-        #expect(tally.read > 200 && tally.refusedByReader > 200, "\(tally)")
+    }
+
+    @Test func oneHostileField() async {
+        await offTheConcurrencyPool {
+            var tally = Tally()
+            Fuzz.check("differential.oneHostileField", cases: 600) { rng, c in
+                let spec = EventSpec.random(&rng)
+                let field = rng.pick(FieldOracle.fields.filter { $0 != "data.phone_number" || spec.phoneNumber != nil })
+                let text = FieldOracle.hostileString(for: field, &rng)
+                let value: JSONTree = rng.chance(0.15) ? rng.pick([.null, .bool(true), .raw("12"), .array([.string(text)]), .object([])]) : .string(text)
+                let body = Array(JSONText.write(spec.tree(&rng, replacing: field, with: value), &rng).utf8)
+                Differential.check(body, &c, &tally)
+            }
+            #expect(tally.read > 100, "\(tally)")
+        }
+    }
+
+    @Test func randomBytes() async {
+        await offTheConcurrencyPool {
+            var tally = Tally()
+            Fuzz.check("differential.randomBytes", cases: 2000) { rng, c in
+                var body: [UInt8]
+                switch rng.int(0...3) {
+                case 0:
+                    // Half of them inside a string, where the reader checks UTF-8 itself.
+                    body = (rng.chance(0.5) ? Array(#"{"x":""#.utf8) : [])
+                        + (0..<rng.int(0...256)).map { _ in UInt8.random(in: 0...255, using: &rng) }
+                case 1:
+                    let alphabet = Array(#"{}[]{}[]"":,,::0123456789-+.eE truefalsnul\u00 "id""type""echo""data"""#.utf8) + [0, 0x0A, 0xC3, 0xA9, 0xFF]
+                    body = (0..<rng.int(0...256)).map { _ in rng.pick(alphabet) }
+                case 2:
+                    // Objects of random keys and random values without numbers: the reader's ground.
+                    body = Array(JSONText.write(.object((0..<rng.int(0...8)).map { _ in
+                        (rng.pick(["id", "type", "data", "echo", "x", "", "\u{0}", "é", "K", "\u{212A}"]), Differential.numberless(&rng, depth: 4))
+                    }), &rng).utf8)
+                default:
+                    // A valid body cut short, or with one byte replaced: the reader's refusals.
+                    body = Array(JSONText.write(EventSpec.random(&rng).tree(&rng), &rng).utf8)
+                    if rng.chance(0.5) {
+                        body.removeSubrange(rng.int(0...body.count)...)
+                    } else if !body.isEmpty {
+                        body[rng.int(0...body.count - 1)] = UInt8.random(in: 0...255, using: &rng)
+                    }
+                }
+                Differential.check(body, &c, &tally)
+            }
+            #expect(tally.read > 200 && tally.refusedByReader > 200, "\(tally)")
+        }
     }
 
     /// Bodies at the edges of what `JSONDecoder` accepts, or of the reader's own refusals.

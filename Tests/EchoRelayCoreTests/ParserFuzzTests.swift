@@ -1,6 +1,7 @@
 import EchoRelayCore
 import Foundation
 import Testing
+import TestSupport
 
 /// Property-based fuzz tests for the two parsers of outside input (issue 7, "Hostile input"):
 /// the ingest validator (`IncomingEvent.parse(body:)`) and the `Authorization: OAuth …` header
@@ -18,55 +19,57 @@ import Testing
     /// unknown extra fields with odd but valid JSON in them) parse to exactly those values;
     /// a timestamp outside years 1–9999 (after its offset) is refused, naming only `occurred_at`.
     /// Key order, spacing and escapes do not change the fingerprint; another id does.
-    @Test func validEventBodiesRoundTrip() {
-        var outcomes = (accepted: 0, outOfRange: 0)
-        Fuzz.check("validEventBodiesRoundTrip", cases: 300) { rng, c in
-            let spec = EventSpec.random(&rng)
-            let body = Array(JSONText.write(spec.tree(&rng), &rng).utf8)
-            c.input = Fuzz.show(body)
-            let result = Result { () throws(EventParseError) in try IncomingEvent.parse(body: body) }
+    @Test func validEventBodiesRoundTrip() async {
+        await offTheConcurrencyPool {
+            var outcomes = (accepted: 0, outOfRange: 0)
+            Fuzz.check("validEventBodiesRoundTrip", cases: 300) { rng, c in
+                let spec = EventSpec.random(&rng)
+                let body = Array(JSONText.write(spec.tree(&rng), &rng).utf8)
+                c.input = Fuzz.show(body)
+                let result = Result { () throws(EventParseError) in try IncomingEvent.parse(body: body) }
 
-            guard spec.occurredAt.inRange else {
-                outcomes.outOfRange += 1
-                c.check(result.failure == .invalidFields([FieldProblem(field: "occurred_at", reason: TextRules.timeRangeReason)]),
-                        "a timestamp outside years 1-9999 (\(spec.occurredAt.text)) must be refused naming only occurred_at, got \(result)")
-                return
-            }
-            guard case .success(let event) = result else {
-                c.check(false, "a valid body was refused: \(result)")
-                return
-            }
-            outcomes.accepted += 1
-            c.check(event.id == spec.id, "id \(String(reflecting: event.id)) != \(String(reflecting: spec.id))")
-            c.check(event.type == spec.type, "type \(event.type) != \(spec.type)")
-            c.check(event.userID.unicodeScalars.elementsEqual(spec.userID.unicodeScalars),
-                    "user_id \(String(reflecting: event.userID)) != \(String(reflecting: spec.userID))")
-            c.check(spec.occurredAt.matches(event.occurredAt),
-                    "occurred_at \(spec.occurredAt.text) parsed to \(event.occurredAt.timeIntervalSince1970), expected \(spec.occurredAt.seconds)")
-            c.check(event.phoneNumber == spec.phoneNumber, "phone \(String(describing: event.phoneNumber)) != \(String(describing: spec.phoneNumber))")
-            c.check(event.echo.serviceProvider == spec.serviceProvider, "service_provider \(event.echo.serviceProvider) != \(spec.serviceProvider)")
-            c.check(event.echo.authorization.revealed == spec.authorization, "authorization differs from the one sent")
-            for violation in Invariants.violations(of: event, secret: spec.secret) { c.check(false, violation) }
+                guard spec.occurredAt.inRange else {
+                    outcomes.outOfRange += 1
+                    c.check(result.failure == .invalidFields([FieldProblem(field: "occurred_at", reason: TextRules.timeRangeReason)]),
+                            "a timestamp outside years 1-9999 (\(spec.occurredAt.text)) must be refused naming only occurred_at, got \(result)")
+                    return
+                }
+                guard case .success(let event) = result else {
+                    c.check(false, "a valid body was refused: \(result)")
+                    return
+                }
+                outcomes.accepted += 1
+                c.check(event.id == spec.id, "id \(String(reflecting: event.id)) != \(String(reflecting: spec.id))")
+                c.check(event.type == spec.type, "type \(event.type) != \(spec.type)")
+                c.check(event.userID.unicodeScalars.elementsEqual(spec.userID.unicodeScalars),
+                        "user_id \(String(reflecting: event.userID)) != \(String(reflecting: spec.userID))")
+                c.check(spec.occurredAt.matches(event.occurredAt),
+                        "occurred_at \(spec.occurredAt.text) parsed to \(event.occurredAt.timeIntervalSince1970), expected \(spec.occurredAt.seconds)")
+                c.check(event.phoneNumber == spec.phoneNumber, "phone \(String(describing: event.phoneNumber)) != \(String(describing: spec.phoneNumber))")
+                c.check(event.echo.serviceProvider == spec.serviceProvider, "service_provider \(event.echo.serviceProvider) != \(spec.serviceProvider)")
+                c.check(event.echo.authorization.revealed == spec.authorization, "authorization differs from the one sent")
+                for violation in Invariants.violations(of: event, secret: spec.secret) { c.check(false, violation) }
 
-            // Same document, other key order, spacing and escapes: same fingerprint.
-            let again = Array(JSONText.write(spec.tree(&rng), &rng).utf8)
-            if let other = try? IncomingEvent.parse(body: again) {
-                c.check(other.fingerprint == event.fingerprint,
-                        "the fingerprint changed with key order or spacing; second body: \(Fuzz.show(again))")
-            } else {
-                c.check(false, "the same event written another way was refused: \(Fuzz.show(again))")
+                // Same document, other key order, spacing and escapes: same fingerprint.
+                let again = Array(JSONText.write(spec.tree(&rng), &rng).utf8)
+                if let other = try? IncomingEvent.parse(body: again) {
+                    c.check(other.fingerprint == event.fingerprint,
+                            "the fingerprint changed with key order or spacing; second body: \(Fuzz.show(again))")
+                } else {
+                    c.check(false, "the same event written another way was refused: \(Fuzz.show(again))")
+                }
+                // Another id: another fingerprint.
+                var changed = spec
+                changed.id = spec.id.count < 128 ? spec.id + "x" : String(spec.id.dropLast()) + (spec.id.hasSuffix("x") ? "y" : "x")
+                if let other = try? IncomingEvent.parse(body: Array(JSONText.write(changed.tree(&rng), &rng).utf8)) {
+                    c.check(other.fingerprint != event.fingerprint, "another id gave the same fingerprint")
+                } else {
+                    c.check(false, "the event with id \(changed.id) was refused")
+                }
             }
-            // Another id: another fingerprint.
-            var changed = spec
-            changed.id = spec.id.count < 128 ? spec.id + "x" : String(spec.id.dropLast()) + (spec.id.hasSuffix("x") ? "y" : "x")
-            if let other = try? IncomingEvent.parse(body: Array(JSONText.write(changed.tree(&rng), &rng).utf8)) {
-                c.check(other.fingerprint != event.fingerprint, "another id gave the same fingerprint")
-            } else {
-                c.check(false, "the event with id \(changed.id) was refused")
-            }
+            // The generator must reach both outcomes, or the property above proves little.
+            #expect(outcomes.accepted > 250 && outcomes.outOfRange > 0, "\(outcomes)")
         }
-        // The generator must reach both outcomes, or the property above proves little.
-        #expect(outcomes.accepted > 250 && outcomes.outOfRange > 0, "\(outcomes)")
     }
 
     // MARK: - Ingest: hostile bodies
@@ -78,20 +81,22 @@ import Testing
     /// each body either parses into an event that keeps every promise of the validator, or is
     /// refused with `EventParseError` whose text names the body or a known field, and never
     /// repeats the OAuth credential.
-    @Test func mutatedEventBodiesParseOrFailCleanly() {
-        var tally = OutcomeTally()
-        Fuzz.check("mutatedEventBodiesParseOrFailCleanly", cases: 800) { rng, c in
-            let spec = EventSpec.random(&rng)
-            var tree = spec.tree(&rng)
-            for _ in 0..<rng.int(1...3) { Mutate.event(&tree, &rng) }
-            var body = Array(JSONText.write(tree, &rng).utf8)
-            if rng.chance(0.35) {
-                for _ in 0..<rng.int(1...3) { Mutate.bytes(&body, &rng) }
+    @Test func mutatedEventBodiesParseOrFailCleanly() async {
+        await offTheConcurrencyPool {
+            var tally = OutcomeTally()
+            Fuzz.check("mutatedEventBodiesParseOrFailCleanly", cases: 800) { rng, c in
+                let spec = EventSpec.random(&rng)
+                var tree = spec.tree(&rng)
+                for _ in 0..<rng.int(1...3) { Mutate.event(&tree, &rng) }
+                var body = Array(JSONText.write(tree, &rng).utf8)
+                if rng.chance(0.35) {
+                    for _ in 0..<rng.int(1...3) { Mutate.bytes(&body, &rng) }
+                }
+                Ingest.checkOutcome(body, secret: spec.secret, &c, tally: &tally)
             }
-            Ingest.checkOutcome(body, secret: spec.secret, &c, tally: &tally)
+            #expect(tally.accepted > 50 && tally.invalidFields > 100 && tally.notObject > 0
+                    && tally.notJSON > 100 && tally.notUTF8 > 50, "\(tally)")
         }
-        #expect(tally.accepted > 50 && tally.invalidFields > 100 && tally.notObject > 0
-                && tally.notJSON > 100 && tally.notUTF8 > 50, "\(tally)")
     }
 
     /// A valid event with one field's value swapped for a hostile one (NUL, controls, white
@@ -99,71 +104,75 @@ import Testing
     /// other fields' values, other JSON types): accepted, with exactly that value, when the
     /// field's documented rule allows it — judged here by an independent oracle — and
     /// otherwise refused naming that field alone.
-    @Test func oneHostileFieldIsJudgedOnItsOwn() {
-        var outcomes = (accepted: 0, refused: 0)
-        Fuzz.check("oneHostileFieldIsJudgedOnItsOwn", cases: 600) { rng, c in
-            var spec = EventSpec.random(&rng)
-            while !spec.occurredAt.inRange { spec.occurredAt = Timestamp.random(&rng) }
-            let field = rng.pick(FieldOracle.fields.filter { $0 != "data.phone_number" || spec.phoneNumber != nil })
-            let text = FieldOracle.hostileString(for: field, &rng)
-            let value: JSONTree = rng.chance(0.15) ? rng.pick([.null, .bool(true), .raw("12"), .array([.string(text)]), .object([])]) : .string(text)
-            let body = Array(JSONText.write(spec.tree(&rng, replacing: field, with: value), &rng).utf8)
-            c.input = "\(field) := \(String(reflecting: text)) in \(Fuzz.show(body))"
+    @Test func oneHostileFieldIsJudgedOnItsOwn() async {
+        await offTheConcurrencyPool {
+            var outcomes = (accepted: 0, refused: 0)
+            Fuzz.check("oneHostileFieldIsJudgedOnItsOwn", cases: 600) { rng, c in
+                var spec = EventSpec.random(&rng)
+                while !spec.occurredAt.inRange { spec.occurredAt = Timestamp.random(&rng) }
+                let field = rng.pick(FieldOracle.fields.filter { $0 != "data.phone_number" || spec.phoneNumber != nil })
+                let text = FieldOracle.hostileString(for: field, &rng)
+                let value: JSONTree = rng.chance(0.15) ? rng.pick([.null, .bool(true), .raw("12"), .array([.string(text)]), .object([])]) : .string(text)
+                let body = Array(JSONText.write(spec.tree(&rng, replacing: field, with: value), &rng).utf8)
+                c.input = "\(field) := \(String(reflecting: text)) in \(Fuzz.show(body))"
 
-            var expectedFields: [String] = []
-            if case .string = value, FieldOracle.isValid(field, text) {
-                // A valid new type may still ask for what the event lacks.
-                if field == "type", text == EventType.phoneChanged.rawValue, spec.phoneNumber == nil {
-                    expectedFields = [spec.dataForm == 2 ? "data.phone_number" : "data"] // an object without it, or no object
+                var expectedFields: [String] = []
+                if case .string = value, FieldOracle.isValid(field, text) {
+                    // A valid new type may still ask for what the event lacks.
+                    if field == "type", text == EventType.phoneChanged.rawValue, spec.phoneNumber == nil {
+                        expectedFields = [spec.dataForm == 2 ? "data.phone_number" : "data"] // an object without it, or no object
+                    }
+                } else {
+                    expectedFields = [field]
                 }
-            } else {
-                expectedFields = [field]
+                let result = Result { () throws(EventParseError) in try IncomingEvent.parse(body: body) }
+                switch result {
+                case .success(let event):
+                    outcomes.accepted += 1
+                    c.check(expectedFields.isEmpty, "accepted, but \(field) should be refused")
+                    if let kept = FieldOracle.value(of: field, in: event) {
+                        c.check(kept.unicodeScalars.elementsEqual(text.unicodeScalars), "\(field) was not kept as sent: \(String(reflecting: kept))")
+                    } else if let expected = RFC3339Oracle.instant(text) {
+                        c.check(abs(event.occurredAt.timeIntervalSince1970 - expected) < 0.000_1,
+                                "occurred_at parsed to \(event.occurredAt.timeIntervalSince1970), expected \(expected)")
+                    }
+                    for violation in Invariants.violations(of: event, secret: spec.secret) { c.check(false, violation) }
+                case .failure(let error):
+                    outcomes.refused += 1
+                    guard case .invalidFields(let problems) = error else {
+                        c.check(false, "refused as \(error), expected problems with \(expectedFields)")
+                        return
+                    }
+                    c.check(problems.map(\.field) == expectedFields, "refused naming \(problems), expected \(expectedFields)")
+                    c.check(!problems.description.contains(spec.secret), "a problem repeats the OAuth credential")
+                }
             }
-            let result = Result { () throws(EventParseError) in try IncomingEvent.parse(body: body) }
-            switch result {
-            case .success(let event):
-                outcomes.accepted += 1
-                c.check(expectedFields.isEmpty, "accepted, but \(field) should be refused")
-                if let kept = FieldOracle.value(of: field, in: event) {
-                    c.check(kept.unicodeScalars.elementsEqual(text.unicodeScalars), "\(field) was not kept as sent: \(String(reflecting: kept))")
-                } else if let expected = RFC3339Oracle.instant(text) {
-                    c.check(abs(event.occurredAt.timeIntervalSince1970 - expected) < 0.000_1,
-                            "occurred_at parsed to \(event.occurredAt.timeIntervalSince1970), expected \(expected)")
-                }
-                for violation in Invariants.violations(of: event, secret: spec.secret) { c.check(false, violation) }
-            case .failure(let error):
-                outcomes.refused += 1
-                guard case .invalidFields(let problems) = error else {
-                    c.check(false, "refused as \(error), expected problems with \(expectedFields)")
-                    return
-                }
-                c.check(problems.map(\.field) == expectedFields, "refused naming \(problems), expected \(expectedFields)")
-                c.check(!problems.description.contains(spec.secret), "a problem repeats the OAuth credential")
-            }
+            #expect(outcomes.accepted > 40 && outcomes.refused > 400, "\(outcomes)")
         }
-        #expect(outcomes.accepted > 40 && outcomes.refused > 400, "\(outcomes)")
     }
 
     /// Random bytes, and random text over the JSON alphabet: same promises as above.
-    @Test func randomBytesParseOrFailCleanly() {
-        var tally = OutcomeTally()
-        Fuzz.check("randomBytesParseOrFailCleanly", cases: 2000) { rng, c in
-            var body: [UInt8]
-            switch rng.int(0...2) {
-            case 0:
-                body = (0..<rng.int(0...256)).map { _ in UInt8.random(in: 0...255, using: &rng) }
-            case 1:
-                let alphabet = Array(#"{}[]{}[]"":,,::0123456789-+.eE truefalsnul\u00 "id""type""echo""data"""#.utf8) + [0, 0x0A, 0xC3, 0xA9, 0xFF]
-                body = (0..<rng.int(0...256)).map { _ in rng.pick(alphabet) }
-            default:
-                // An object of random keys (known ones among them) and random values.
-                let keys = Ingest.knownFields.map { String($0.split(separator: ".").last!) } + ["x", "", "\u{0}"]
-                let pairs = (0..<rng.int(0...8)).map { _ in (rng.pick(keys), JSONTree.random(&rng, depth: 3)) }
-                body = Array(JSONText.write(.object(pairs), &rng).utf8)
+    @Test func randomBytesParseOrFailCleanly() async {
+        await offTheConcurrencyPool {
+            var tally = OutcomeTally()
+            Fuzz.check("randomBytesParseOrFailCleanly", cases: 2000) { rng, c in
+                var body: [UInt8]
+                switch rng.int(0...2) {
+                case 0:
+                    body = (0..<rng.int(0...256)).map { _ in UInt8.random(in: 0...255, using: &rng) }
+                case 1:
+                    let alphabet = Array(#"{}[]{}[]"":,,::0123456789-+.eE truefalsnul\u00 "id""type""echo""data"""#.utf8) + [0, 0x0A, 0xC3, 0xA9, 0xFF]
+                    body = (0..<rng.int(0...256)).map { _ in rng.pick(alphabet) }
+                default:
+                    // An object of random keys (known ones among them) and random values.
+                    let keys = Ingest.knownFields.map { String($0.split(separator: ".").last!) } + ["x", "", "\u{0}"]
+                    let pairs = (0..<rng.int(0...8)).map { _ in (rng.pick(keys), JSONTree.random(&rng, depth: 3)) }
+                    body = Array(JSONText.write(.object(pairs), &rng).utf8)
+                }
+                Ingest.checkOutcome(body, secret: nil, &c, tally: &tally)
             }
-            Ingest.checkOutcome(body, secret: nil, &c, tally: &tally)
+            #expect(tally.notJSON > 30 && tally.notUTF8 > 500 && tally.invalidFields > 300, "\(tally)")
         }
-        #expect(tally.notJSON > 30 && tally.notUTF8 > 500 && tally.invalidFields > 300, "\(tally)")
     }
 
     /// Deep nesting is refused before it is decoded (`JSONDecoder` spends about depth³ on
@@ -198,20 +207,22 @@ import Testing
     /// any legal spelling: other escapes, lower-case hex, raw safe characters, any scheme
     /// case, extra white space and empty list elements, realm anywhere — parse back to the
     /// same parameters and realm.
-    @Test func oauthHeadersRoundTrip() {
-        Fuzz.check("oauthHeadersRoundTrip", cases: 1500) { rng, c in
-            let spec = OAuthSpec.random(&rng)
-            let canonical = rng.chance(0.5)
-            let header = OAuthText.header(spec, canonical: canonical, &rng)
-            c.input = String(reflecting: header)
-            do throws(OAuthHeaderError) {
-                let parsed = try OAuthAuthorizationHeader.parse(header)
-                c.check(parsed.parameters == spec.parameters,
-                        "parameters \(parsed.parameters.debugDescription) != \(spec.parameters.debugDescription)")
-                c.check(parsed.realm == spec.realm, "realm \(String(reflecting: parsed.realm)) != \(String(reflecting: spec.realm))")
-                for violation in OAuthInvariants.violations(of: parsed, header: header) { c.check(false, violation) }
-            } catch {
-                c.check(false, "a \(canonical ? "canonical" : "valid") header was refused: \(error)")
+    @Test func oauthHeadersRoundTrip() async {
+        await offTheConcurrencyPool {
+            Fuzz.check("oauthHeadersRoundTrip", cases: 1500) { rng, c in
+                let spec = OAuthSpec.random(&rng)
+                let canonical = rng.chance(0.5)
+                let header = OAuthText.header(spec, canonical: canonical, &rng)
+                c.input = String(reflecting: header)
+                do throws(OAuthHeaderError) {
+                    let parsed = try OAuthAuthorizationHeader.parse(header)
+                    c.check(parsed.parameters == spec.parameters,
+                            "parameters \(parsed.parameters.debugDescription) != \(spec.parameters.debugDescription)")
+                    c.check(parsed.realm == spec.realm, "realm \(String(reflecting: parsed.realm)) != \(String(reflecting: spec.realm))")
+                    for violation in OAuthInvariants.violations(of: parsed, header: header) { c.check(false, violation) }
+                } catch {
+                    c.check(false, "a \(canonical ? "canonical" : "valid") header was refused: \(error)")
+                }
             }
         }
     }
@@ -247,30 +258,32 @@ import Testing
     /// crashes; a header it accepts keeps the parser's promises (printable ASCII only, realm
     /// out of the parameters, its re-rendering parses to the same thing), and a refusal says
     /// what is wrong without repeating a credential.
-    @Test func mutatedOAuthHeadersParseOrFailCleanly() {
-        var accepted = 0, refused = 0
-        Fuzz.check("mutatedOAuthHeadersParseOrFailCleanly", cases: 3000) { rng, c in
-            let spec = OAuthSpec.random(&rng)
-            let header: String
-            if rng.chance(0.15) {
-                let alphabet = Array(#"OAuth oauth_token realm ="",,%%2C%zz\\ \t"#.utf8) + [0, 0x0D, 0x0A, 0x7F, 0xC3, 0xA9]
-                header = String(decoding: (0..<rng.int(0...120)).map { _ in rng.pick(alphabet) }, as: UTF8.self)
-            } else {
-                var bytes = Array(OAuthText.header(spec, canonical: rng.chance(0.5), &rng).utf8)
-                for _ in 0..<rng.int(1...3) { Mutate.header(&bytes, &rng) }
-                header = String(decoding: bytes, as: UTF8.self)
+    @Test func mutatedOAuthHeadersParseOrFailCleanly() async {
+        await offTheConcurrencyPool {
+            var accepted = 0, refused = 0
+            Fuzz.check("mutatedOAuthHeadersParseOrFailCleanly", cases: 3000) { rng, c in
+                let spec = OAuthSpec.random(&rng)
+                let header: String
+                if rng.chance(0.15) {
+                    let alphabet = Array(#"OAuth oauth_token realm ="",,%%2C%zz\\ \t"#.utf8) + [0, 0x0D, 0x0A, 0x7F, 0xC3, 0xA9]
+                    header = String(decoding: (0..<rng.int(0...120)).map { _ in rng.pick(alphabet) }, as: UTF8.self)
+                } else {
+                    var bytes = Array(OAuthText.header(spec, canonical: rng.chance(0.5), &rng).utf8)
+                    for _ in 0..<rng.int(1...3) { Mutate.header(&bytes, &rng) }
+                    header = String(decoding: bytes, as: UTF8.self)
+                }
+                c.input = String(reflecting: header)
+                do throws(OAuthHeaderError) {
+                    let parsed = try OAuthAuthorizationHeader.parse(header)
+                    accepted += 1
+                    for violation in OAuthInvariants.violations(of: parsed, header: header) { c.check(false, violation) }
+                } catch {
+                    refused += 1
+                    for violation in OAuthInvariants.violations(of: error, header: header, secret: spec.secret) { c.check(false, violation) }
+                }
             }
-            c.input = String(reflecting: header)
-            do throws(OAuthHeaderError) {
-                let parsed = try OAuthAuthorizationHeader.parse(header)
-                accepted += 1
-                for violation in OAuthInvariants.violations(of: parsed, header: header) { c.check(false, violation) }
-            } catch {
-                refused += 1
-                for violation in OAuthInvariants.violations(of: error, header: header, secret: spec.secret) { c.check(false, violation) }
-            }
+            #expect(accepted > 75 && refused > 2000, "accepted \(accepted), refused \(refused)")
         }
-        #expect(accepted > 75 && refused > 2000, "accepted \(accepted), refused \(refused)")
     }
 
     /// A parameter given twice — under the same name or another spelling of it (`oauth%5Ftoken`),

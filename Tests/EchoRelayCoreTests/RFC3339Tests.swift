@@ -1,6 +1,7 @@
 import EchoRelayCore
 import Foundation
 import Testing
+import TestSupport
 
 @Suite struct RFC3339Tests {
     @Test(arguments: [
@@ -28,14 +29,16 @@ import Testing
         #expect(RFC3339.parse(text) == nil)
     }
 
-    @Test func formatsInUTCAndRoundTrips() throws {
-        #expect(RFC3339.format(Date(timeIntervalSince1970: 1_795_428_930)) == "2026-11-23T10:15:30Z")
-        #expect(RFC3339.format(Date(timeIntervalSince1970: 1_795_428_930.5)) == "2026-11-23T10:15:30.5Z")
-        #expect(RFC3339.format(Date(timeIntervalSince1970: -1)) == "1969-12-31T23:59:59Z")
-        for seconds in stride(from: -100_000_000.0, to: 5_000_000_000.0, by: 86_399.123) {
-            let date = Date(timeIntervalSince1970: seconds)
-            let parsed = try #require(RFC3339.parse(RFC3339.format(date)))
-            #expect(abs(parsed.timeIntervalSince1970 - seconds) < 0.000_001)
+    @Test func formatsInUTCAndRoundTrips() async throws {
+        try await offTheConcurrencyPool {
+            #expect(RFC3339.format(Date(timeIntervalSince1970: 1_795_428_930)) == "2026-11-23T10:15:30Z")
+            #expect(RFC3339.format(Date(timeIntervalSince1970: 1_795_428_930.5)) == "2026-11-23T10:15:30.5Z")
+            #expect(RFC3339.format(Date(timeIntervalSince1970: -1)) == "1969-12-31T23:59:59Z")
+            for seconds in stride(from: -100_000_000.0, to: 5_000_000_000.0, by: 86_399.123) {
+                let date = Date(timeIntervalSince1970: seconds)
+                let parsed = try #require(RFC3339.parse(RFC3339.format(date)))
+                #expect(abs(parsed.timeIntervalSince1970 - seconds) < 0.000_001)
+            }
         }
     }
 }

@@ -1,6 +1,7 @@
 import EchoRelayCore
 import Foundation
 import Testing
+import TestSupport
 
 /// The bodies of support actions: every bad field named, unknown fields refused, a reason
 /// always required.
@@ -106,21 +107,25 @@ import Testing
 
     /// Random bodies built from the fields' own names and odd values never crash the parser,
     /// and whatever it accepts has a reason.
-    @Test func randomBodiesEitherParseWithAReasonOrNameAField() {
-        var generator = SystemRandomNumberGenerator()
-        let names = ["reason", "user_id", "subscription_id", "types", "since", "until", "status", "dry_run", "echo", "x"]
-        let values: [Any] = ["", "r", "u1", 0, -1.5, true, NSNull(), [], ["token.rotated"], ["a": 1], "2026-11-01T00:00:00Z",
-                             "dead", String(repeating: "é", count: 70), "\u{0}"]
-        for _ in 0..<2000 {
-            var object: [String: Any] = [:]
-            for name in names where Bool.random(using: &generator) {
-                object[name] = values.randomElement(using: &generator)!
-            }
-            do {
-                let request = try BulkReplayRequest.parse(Self.json(object))
-                #expect(SupportReason.problem(request.reason) == nil)
-            } catch {
-                if case .invalidFields(let problems) = error { #expect(!problems.isEmpty) }
+    @Test func randomBodiesEitherParseWithAReasonOrNameAField() async {
+        await offTheConcurrencyPool {
+            var generator = SystemRandomNumberGenerator()
+            let names = ["reason", "user_id", "subscription_id", "types", "since", "until", "status", "dry_run", "echo", "x"]
+            let values: [Any] = ["", "r", "u1", 0, -1.5, true, NSNull(), [], ["token.rotated"], ["a": 1], "2026-11-01T00:00:00Z",
+                                 "dead", String(repeating: "é", count: 70), "\u{0}"]
+            for _ in 0..<2000 {
+                var object: [String: Any] = [:]
+                for name in names where Bool.random(using: &generator) {
+                    object[name] = values.randomElement(using: &generator)!
+                }
+                do {
+                    let request = try BulkReplayRequest.parse(Self.json(object))
+                    #expect(SupportReason.problem(request.reason) == nil)
+                } catch let error as EventParseError {
+                    if case .invalidFields(let problems) = error { #expect(!problems.isEmpty) }
+                } catch {
+                    Issue.record("unexpected error \(error)")
+                }
             }
         }
     }

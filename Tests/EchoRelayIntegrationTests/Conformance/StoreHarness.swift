@@ -27,7 +27,9 @@ enum StoreHarness {
             try await TestDatabase.withFresh { database in
                 try await database.withClient { client in
                     _ = try await Migrator(client: client, logger: TestLogger.quiet).migrate()
-                    try await body(PostgresEventStore(client: client, logger: TestLogger.quiet))
+                    // A wait well past the seconds a test process on 2 cores can stall while the
+                    // rest of the suite computes: these tests are about what is stored, not the 503.
+                    try await body(PostgresEventStore(client: client, logger: TestLogger.quiet, ingestWait: .seconds(60)))
                 }
             }
         case .sqlite:
