@@ -16,6 +16,12 @@ import Synchronization
 /// it may still land, as a cancelled query may (so a caller that gives up answers "try
 /// again", never "stored", and a retry of the same id gets the stored receipt). One watcher
 /// task checks the deadlines, sleeping until the earliest: there is no timer per request.
+///
+/// With a `flushLimit`, a flush still running that long after it began is abandoned: its
+/// taken requests get `TimeoutError` (they may still land, as above), a new committer takes
+/// what queued meanwhile, and the old one, should it ever return, answers nobody. A flush can
+/// hang for good: a statement written to a connection that closed just before is lost without
+/// an error inside postgres-nio, and its answer never comes.
 public final class GroupCommit<Input: Sendable, Output: Sendable>: Sendable {
     /// Commits a batch and returns one result per input, in order. It calls `take` once,
     /// when it is ready to write (holding a database connection), to take the batch off the
@@ -41,6 +47,11 @@ public final class GroupCommit<Input: Sendable, Output: Sendable>: Sendable {
         var nextID = 0
         var committing = false
         var watching = false
+        /// The committer's number: an abandoned one's is behind, so it takes and answers nothing.
+        var generation = 0
+        /// When the flush under way began, and the requests it took (none yet: still queued).
+        var flushStarted: ContinuousClock.Instant?
+        var inFlight: [Int] = []
 
         /// Stops waiting for a caller: a queued request is dropped and will never be taken.
         mutating func remove(_ id: Int) -> Waiter? {
@@ -53,20 +64,23 @@ public final class GroupCommit<Input: Sendable, Output: Sendable>: Sendable {
     private let state = Mutex(State())
     private let maximumBatch: Int
     private let maximumWait: Duration?
+    private let flushLimit: Duration?
     private let flushed: @Sendable (_ batchSize: Int) -> Void
     private let commit: Commit
 
     /// - maximumBatch: the most requests one commit takes.
     /// - maximumWait: how long a caller waits for its answer before `TimeoutError`; nil waits
     ///   as long as the commit takes.
+    /// - flushLimit: how long a flush may run before it is abandoned; nil: for ever.
     /// - flushed: told the size of each batch taken (a metric).
     public init(
-        maximumBatch: Int, maximumWait: Duration? = nil, flushed: @escaping @Sendable (_ batchSize: Int) -> Void = { _ in },
-        commit: @escaping Commit
+        maximumBatch: Int, maximumWait: Duration? = nil, flushLimit: Duration? = nil,
+        flushed: @escaping @Sendable (_ batchSize: Int) -> Void = { _ in }, commit: @escaping Commit
     ) {
         precondition(maximumBatch > 0)
         self.maximumBatch = maximumBatch
         self.maximumWait = maximumWait
+        self.flushLimit = flushLimit
         self.flushed = flushed
         self.commit = commit
     }
@@ -85,28 +99,33 @@ public final class GroupCommit<Input: Sendable, Output: Sendable>: Sendable {
                     return
                 }
                 let deadline = maximumWait.map { ContinuousClock.now + $0 }
-                let (startsCommitter, startsWatcher) = state.withLock { state -> (Bool, Bool) in
+                let (committer, startsWatcher) = state.withLock { state -> (Int?, Bool) in
                     state.queue.append(Queued(id: id, input: input))
                     state.waiting[id] = Waiter(continuation: continuation, deadline: deadline)
-                    let startsCommitter = !state.committing
-                    let startsWatcher = deadline != nil && !state.watching
+                    let committer = state.committing ? nil : state.generation
                     state.committing = true
+                    let startsWatcher = (deadline != nil || flushLimit != nil) && !state.watching
                     if startsWatcher { state.watching = true }
-                    return (startsCommitter, startsWatcher)
+                    return (committer, startsWatcher)
                 }
-                if startsCommitter { Task { await self.commitWhileQueued() } }
-                if startsWatcher { Task { await self.watchDeadlines() } }
+                if let committer { Task { await self.commitWhileQueued(generation: committer) } }
+                if startsWatcher { Task { await self.watch() } }
             }
         } onCancel: {
             answer(state.withLock { $0.remove(id) }, with: .failure(CancellationError()))
         }
     }
 
-    /// The committer: flushes batches until the queue is empty, then ends.
-    private func commitWhileQueued() async {
+    /// The committer: flushes batches until the queue is empty, then ends; or, abandoned (its
+    /// `generation` passed), ends without answering anyone.
+    private func commitWhileQueued(generation: Int) async {
         while true {
             let idle = state.withLock { state -> Bool in
-                guard state.queue.isEmpty else { return false }
+                guard state.generation == generation else { return true }
+                guard state.queue.isEmpty else {
+                    state.flushStarted = .now
+                    return false
+                }
                 state.committing = false
                 return true
             }
@@ -116,9 +135,12 @@ public final class GroupCommit<Input: Sendable, Output: Sendable>: Sendable {
                 taken.withLock { taken in
                     if let taken { return taken }  // taken once: a second call gets the same batch
                     let batch = state.withLock { state -> [Queued] in
+                        guard state.generation == generation else { return [] }  // abandoned: the queue is another's
                         let count = min(maximumBatch, state.queue.count)
                         defer { state.queue.removeFirst(count) }
-                        return Array(state.queue.prefix(count))
+                        let batch = Array(state.queue.prefix(count))
+                        state.inFlight = batch.map(\.id)
+                        return batch
                     }
                     taken = batch
                     if !batch.isEmpty { flushed(batch.count) }
@@ -138,8 +160,11 @@ public final class GroupCommit<Input: Sendable, Output: Sendable>: Sendable {
                 batch = take()
                 results = Array(repeating: .failure(error), count: batch.count)
             }
-            let answers = state.withLock { state in
-                batch.enumerated().map { index, queued in
+            let answers = state.withLock { state -> [(Waiter?, Result<Output, any Error>)] in
+                guard state.generation == generation else { return [] }  // abandoned: answered already
+                state.flushStarted = nil
+                state.inFlight = []
+                return batch.enumerated().map { index, queued in
                     (state.waiting.removeValue(forKey: queued.id),
                      index < results.count ? results[index] : .failure(GroupCommitError.missingResult))
                 }
@@ -148,22 +173,46 @@ public final class GroupCommit<Input: Sendable, Output: Sendable>: Sendable {
         }
     }
 
-    /// The watcher: answers callers past their deadline, sleeping until the earliest one;
-    /// ends when nobody with a deadline is waiting.
-    private func watchDeadlines() async {
-        guard let maximumWait else { return }
+    /// The watcher: answers callers past their deadline and abandons a flush past its limit,
+    /// sleeping until the earliest of those; ends when nobody with a deadline is waiting and
+    /// no flush is under way.
+    private func watch() async {
         while true {
             let now = ContinuousClock.now
-            let (expired, earliest) = state.withLock { state -> ([Waiter], ContinuousClock.Instant?) in
-                let due = state.waiting.filter { $0.value.deadline.map { $0 <= now } ?? false }.keys
-                let expired = due.compactMap { state.remove($0) }
-                let earliest = state.waiting.values.compactMap(\.deadline).min()
-                if earliest == nil { state.watching = false }
-                return (expired, earliest)
+            let (expired, abandoned, restart, wakeAt) = state.withLock { state in
+                var expired: [Waiter] = []
+                if maximumWait != nil {
+                    let due = state.waiting.filter { $0.value.deadline.map { $0 <= now } ?? false }.keys
+                    expired = due.compactMap { state.remove($0) }
+                }
+                var abandoned: [Waiter] = []
+                var restart: Int?
+                if let flushLimit, let started = state.flushStarted, started + flushLimit <= now {
+                    abandoned = state.inFlight.compactMap { state.waiting.removeValue(forKey: $0) }
+                    state.inFlight = []
+                    state.flushStarted = nil
+                    state.generation += 1
+                    state.committing = !state.queue.isEmpty
+                    if state.committing { restart = state.generation }
+                }
+                var wakeAt = state.waiting.values.compactMap(\.deadline).min()
+                if let flushLimit, state.committing {
+                    // Never past a deadline that a request arriving now would have.
+                    let flushDue = min((state.flushStarted ?? now) + flushLimit, now + (maximumWait ?? flushLimit))
+                    wakeAt = min(wakeAt ?? flushDue, flushDue)
+                }
+                if wakeAt == nil { state.watching = false }
+                return (expired, abandoned, restart, wakeAt)
             }
-            for waiter in expired { answer(waiter, with: .failure(TimeoutError(duration: maximumWait))) }
-            guard let earliest else { return }
-            try? await Task.sleep(until: earliest, clock: .continuous)
+            if let maximumWait {
+                for waiter in expired { answer(waiter, with: .failure(TimeoutError(duration: maximumWait))) }
+            }
+            if let flushLimit {
+                for waiter in abandoned { answer(waiter, with: .failure(TimeoutError(duration: flushLimit))) }
+            }
+            if let restart { Task { await self.commitWhileQueued(generation: restart) } }
+            guard let wakeAt else { return }
+            try? await Task.sleep(until: wakeAt, clock: .continuous)
         }
     }
 
