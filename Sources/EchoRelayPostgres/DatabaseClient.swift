@@ -18,9 +18,19 @@ import Synchronization
 /// one, so the statements still waiting for one of its connections fail at once (a `503`)
 /// instead of waiting for a server that is gone. While no host will do, every statement fails
 /// at once with `StoreError.unavailable`.
+///
+/// A connection leased with a time limit (the group commits' flushes) that is held past it
+/// means its host stopped answering without closing anything (a frozen server, a network path
+/// that drops packets): the connection is closed and the host dropped as above, with one host
+/// as with several, so the statement fails and what queued behind it goes to a new pool,
+/// instead of waiting until TCP gives up hours later. (With one host and `any`, dropping it
+/// only replaces its pool: it is not checked, and stays the host in use.)
 public final class DatabaseClient: Service, Sendable {
-    /// One host, used as it is: nothing is checked or replaced.
+    /// A pool run by the caller (`init(_:)`): used as it is, nothing checked or replaced.
     private let single: PostgresClient?
+    /// Whether hosts are checked and chosen (several hosts, or a target other than `any`);
+    /// otherwise the one host is always the one in use.
+    private let checksHosts: Bool
     private let configurations: [PostgresClient.Configuration]
     /// Each host as `host:port`, for logs: no credentials.
     let names: [String]
@@ -48,7 +58,7 @@ public final class DatabaseClient: Service, Sendable {
         /// The host in use; nil until chosen, and after it failed.
         var chosen: Int?
         /// The connections leased through `withConnection` now, by pool, with a number each.
-        var leases: [ObjectIdentifier: [Int: PostgresConnection]] = [:]
+        var leases: [ObjectIdentifier: [Int: Leased]] = [:]
         var nextLease = 0
         /// A search under way, shared by every caller that needs a host meanwhile.
         var search: Task<Int, any Error>?
@@ -69,13 +79,14 @@ public final class DatabaseClient: Service, Sendable {
         self.retryInterval = retryInterval
         let pools = endpoints.configurations.map { PostgresClient(configuration: $0, backgroundLogger: logger) }
         self.hostCount = pools.count
+        self.single = nil
+        self.checksHosts = pools.count > 1 || endpoints.sessions != .any
         var state = State(pools: pools, running: Array(repeating: nil, count: pools.count))
-        if pools.count == 1, endpoints.sessions == .any {
-            self.single = pools[0]
-        } else {
-            self.single = nil
+        if checksHosts {
             state.monitors = endpoints.configurations.map { Self.monitor($0, probeTimeout: probeTimeout, logger: logger) }
             state.monitorsRunning = Array(repeating: nil, count: pools.count)
+        } else {
+            state.chosen = 0
         }
         self.state = Mutex(state)
     }
@@ -83,6 +94,7 @@ public final class DatabaseClient: Service, Sendable {
     /// One server's client, run by the caller: for tests and tools on one server.
     public init(_ client: PostgresClient, name: String = "the database", logger: Logger = Logger(label: "echorelay")) {
         self.single = client
+        self.checksHosts = false
         self.configurations = []
         self.names = [name]
         self.sessions = .any
@@ -109,8 +121,11 @@ public final class DatabaseClient: Service, Sendable {
         }
         state.withLock { state in
             for index in state.pools.indices {
-                let pool = state.pools[index], monitor = state.monitors[index]
+                let pool = state.pools[index]
                 state.running[index] = Task { await pool.run() }
+            }
+            for index in state.monitors.indices {
+                let monitor = state.monitors[index]
                 state.monitorsRunning[index] = Task { await monitor.run() }
             }
         }
@@ -118,7 +133,8 @@ public final class DatabaseClient: Service, Sendable {
             while !Task.isCancelled {
                 try? await Task.sleep(for: self.checkInterval)
                 guard !Task.isCancelled else { break }
-                await self.checkChosenHost()
+                self.dropHostsHeldPastTheirLimit()
+                if self.checksHosts { await self.checkChosenHost() }
             }
         }
         let running = state.withLock { state in
@@ -126,21 +142,34 @@ public final class DatabaseClient: Service, Sendable {
             return state.running + state.monitorsRunning
         }
         for task in running { task?.cancel() }
-        for task in running { await task?.value }
+        // A pool waits for its leased connections to come back; one whose statement was lost
+        // never does, and must not hold the process's shutdown for ever.
+        for task in running.compactMap({ $0 }) {
+            if case .failure = await Self.within(.seconds(10), { await task.value }) {
+                logger.warning("a database pool did not close within 10 s; leaving it")
+            }
+        }
     }
 
     // MARK: The same calls as PostgresClient's, on the host in use
 
+    /// Runs `closure` on a connection of the host in use. With a `limit`, the host is dropped
+    /// (its connections closed, its pool replaced) if `closure` still holds the connection that
+    /// long after it was leased (checked every `checkInterval` while `run()` runs).
     public func withConnection<Result>(
+        limit: Duration? = nil,
         isolation: isolated (any Actor)? = #isolation,
         _ closure: (PostgresConnection) async throws -> sending Result
     ) async throws -> sending Result {
         let (index, client) = try await host()
         do {
             return try await client.withConnection(isolation: isolation) { connection in
+                // The pool can lend a connection that has just closed (its server crashed), and
+                // a statement written to it is lost without an error: it would wait for ever.
+                guard !connection.isClosed else { throw ClosedConnectionLent() }
                 // Known while leased: a host dropped meanwhile closes it, so that a statement
                 // stuck on a server that stopped answering fails instead of waiting forever.
-                let lease = leased(connection, by: client)
+                let lease = try leased(connection, from: index, client, limit: limit)
                 defer { released(lease) }
                 return try await closure(connection)
             }
@@ -185,13 +214,31 @@ public final class DatabaseClient: Service, Sendable {
         let number: Int
     }
 
-    private func leased(_ connection: PostgresConnection, by pool: PostgresClient) -> Lease? {
+    /// A connection leased through `withConnection`: from which host, and when it is overdue
+    /// (nil: never).
+    struct Leased {
+        let connection: PostgresConnection
+        let host: Int
+        let deadline: ContinuousClock.Instant?
+    }
+
+    /// Notes `connection` as leased from host `index`'s pool `pool`. A pool retired before the
+    /// connection could be noted (its host dropped while the lease was being granted) would
+    /// never have it closed: it is closed now, and the call fails as the database unavailable.
+    private func leased(_ connection: PostgresConnection, from index: Int, _ pool: PostgresClient, limit: Duration?) throws -> Lease? {
         guard single == nil else { return nil }
-        return state.withLock { state in
+        let deadline = limit.map { ContinuousClock.now + $0 }
+        let lease = state.withLock { state -> Lease? in
+            if state.pools[index] !== pool { return nil }
             state.nextLease += 1
-            state.leases[ObjectIdentifier(pool), default: [:]][state.nextLease] = connection
+            state.leases[ObjectIdentifier(pool), default: [:]][state.nextLease] = Leased(connection: connection, host: index, deadline: deadline)
             return Lease(pool: ObjectIdentifier(pool), number: state.nextLease)
         }
+        guard let lease else {
+            connection.close().whenComplete { _ in }
+            throw StoreError.unavailable("the database host \(names[index]) went away")
+        }
+        return lease
     }
 
     private func released(_ lease: Lease?) {
@@ -202,11 +249,25 @@ public final class DatabaseClient: Service, Sendable {
         }
     }
 
+    /// Drops each host whose connection has been held past its lease's limit: that connection
+    /// and the rest the pool lent out are closed, so what runs on them fails, and what waits
+    /// for the host goes to a new pool.
+    func dropHostsHeldPastTheirLimit() {
+        let now = ContinuousClock.now
+        let overdue = state.withLock { state in
+            Set(state.leases.values.flatMap(\.values).filter { $0.deadline.map { $0 <= now } ?? false }.map(\.host))
+        }
+        for index in overdue.sorted() {
+            drop(index, because: "a connection was held past its time limit (the server stopped answering?)")
+        }
+    }
+
     // MARK: Choosing the host
 
     /// The host in use and its pool, chosen now if there is none.
     func host() async throws -> (Int, PostgresClient) {
         if let single { return (0, single) }
+        if !checksHosts { return (0, state.withLock { $0.pools[0] }) }
         let now = ContinuousClock.now
         let pending = try state.withLock { state throws(StoreError) -> Task<Int, any Error>? in
             if state.chosen != nil { return nil }
@@ -334,7 +395,9 @@ public final class DatabaseClient: Service, Sendable {
     /// longer takes writes; returns the error to throw. A call whose pool was retired meanwhile
     /// (its host dropped: the pool fails what waits on it) is told the database is unavailable.
     private func failed(_ index: Int, _ client: PostgresClient, _ error: any Error) -> any Error {
-        guard single == nil else { return error }
+        guard single == nil else {
+            return error is ClosedConnectionLent ? StoreError.unavailable("the database connection had closed") : error
+        }
         if Self.meansTheHostChanged(error) {
             drop(index, pool: client, because: "a statement failed: \(safeDescription(of: error))")
         }
@@ -351,12 +414,12 @@ public final class DatabaseClient: Service, Sendable {
             var stuck: [PostgresConnection] = []
             if !state.stopped, pool.map({ $0 === current }) ?? true, state.running[index] != nil {
                 retired = state.running[index]
-                stuck = Array((state.leases.removeValue(forKey: ObjectIdentifier(current)) ?? [:]).values)
+                stuck = (state.leases.removeValue(forKey: ObjectIdentifier(current)) ?? [:]).values.map(\.connection)
                 let fresh = PostgresClient(configuration: configurations[index], backgroundLogger: logger)
                 state.pools[index] = fresh
                 state.running[index] = Task { await fresh.run() }
             }
-            if state.chosen == index { state.chosen = nil }
+            if state.chosen == index, checksHosts { state.chosen = nil }
             return (retired, stuck)
         }
         // What is still running on the old pool's connections fails now (the pool's own
@@ -364,11 +427,18 @@ public final class DatabaseClient: Service, Sendable {
         for connection in stuck { connection.close().whenComplete { _ in } }
         if let retired {
             retired.cancel()
-            logger.warning("dropped the database host; choosing again", metadata: ["db.host": "\(names[index])", "reason": "\(reason)"])
+            logger.warning(checksHosts ? "dropped the database host; choosing again" : "dropped the database host's connections; opening new ones",
+                           metadata: ["db.host": "\(names[index])", "reason": "\(reason)"])
         }
     }
 
+    /// The pool lent a connection that had already closed.
+    struct ClosedConnectionLent: Error, CustomStringConvertible {
+        var description: String { "the pool lent a connection that had closed" }
+    }
+
     static func meansTheHostChanged(_ error: any Error) -> Bool {
+        if error is ClosedConnectionLent { return true }
         if let transaction = error as? PostgresTransactionError {
             return [transaction.beginError, transaction.closureError, transaction.commitError]
                 .contains { $0.map(meansTheHostChanged) ?? false }

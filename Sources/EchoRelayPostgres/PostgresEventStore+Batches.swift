@@ -9,14 +9,20 @@ extension PostgresEventStore {
     /// A group commit whose batches are written on one connection, each flush taking what
     /// queued during the previous one; 64 items a batch keep a statement small. A batch is
     /// taken off its queue only once a connection is held: while the database is away nothing
-    /// is taken, so a request that times out meanwhile (503) is never written later.
+    /// is taken, so a request that times out meanwhile (503) is never written later. A flush
+    /// still running at `flushLimit` is abandoned (a new committer goes on) and its host
+    /// dropped (`DatabaseClient`: its connections closed, a new pool), so a server that stops
+    /// answering, or a statement lost on a connection that had just closed, fails one flush
+    /// instead of stalling every later one. The default is the default work lease, after which
+    /// the work is another worker's anyway.
     static func groupCommit<Input: Sendable, Output: Sendable>(
-        client: DatabaseClient, maximumWait: Duration? = nil, flushed: @escaping @Sendable (Int) -> Void,
+        client: DatabaseClient, maximumWait: Duration? = nil, flushLimit: Duration = .seconds(60),
+        flushed: @escaping @Sendable (Int) -> Void,
         _ write: @escaping @Sendable ([Input], PostgresConnection) async -> [Result<Output, any Error>]
     ) -> GroupCommit<Input, Output> {
-        GroupCommit(maximumBatch: 64, maximumWait: maximumWait, flushed: flushed) { take in
+        GroupCommit(maximumBatch: 64, maximumWait: maximumWait, flushLimit: flushLimit, flushed: flushed) { take in
             do {
-                return try await client.withConnection { connection in
+                return try await client.withConnection(limit: flushLimit) { connection in
                     let batch = take()
                     return batch.isEmpty ? [] : await write(batch, connection)  // empty: every caller gave up
                 }

@@ -24,7 +24,7 @@ public struct PostgresEventStore: EventStore {
 
     /// - ingestWait: how long an ingest waits for its commit before `TimeoutError` (a 503:
     ///   nothing stored, the provider retries): a database that does not answer is an outage,
-    ///   never a hung provider.
+    ///   never a hung provider. A flush still running at twice that has its connection closed.
     /// - wakeOtherProcesses: set where the work this process stores is done by other processes
     ///   (`--role ingest`): ingest statements then carry a `NOTIFY`, at most one per
     ///   `WakeLimiter.interval`, inside their own transaction.
@@ -40,7 +40,7 @@ public struct PostgresEventStore: EventStore {
         self.logger = logger
         self.sealer = sealer
         self.wakeOtherProcesses = wakeOtherProcesses
-        ingests = Self.groupCommit(client: client, maximumWait: ingestWait, flushed: { metrics.batchCommitted(.ingest, size: $0) }) {
+        ingests = Self.groupCommit(client: client, maximumWait: ingestWait, flushLimit: ingestWait * 2, flushed: { metrics.batchCommitted(.ingest, size: $0) }) {
             await Self.ingestBatch($0, on: $1, wakePayload: wakeOtherProcesses?.next(), handOffs: verificationHandOffs, logger: logger)
         }
         finishes = Self.groupCommit(client: client, flushed: { metrics.batchCommitted(.verification, size: $0) }) {
