@@ -20,7 +20,8 @@ extension PostgresEventStore {
         flushed: @escaping @Sendable (Int) -> Void,
         _ write: @escaping @Sendable ([Input], PostgresConnection) async -> [Result<Output, any Error>]
     ) -> GroupCommit<Input, Output> {
-        GroupCommit(maximumBatch: 64, maximumWait: maximumWait, flushLimit: flushLimit, flushed: flushed) { take in
+        GroupCommit(maximumBatch: 64, maximumWait: maximumWait, flushLimit: flushLimit, flushed: flushed,
+                    executor: EventLoopTaskExecutor(PostgresClient.defaultEventLoopGroup.next())) { take in
             do {
                 return try await client.withConnection(limit: flushLimit) { connection in
                     let batch = take()
