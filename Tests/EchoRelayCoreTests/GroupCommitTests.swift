@@ -1,3 +1,4 @@
+import Dispatch
 import EchoRelayCore
 import Synchronization
 import Testing
@@ -40,6 +41,34 @@ import Testing
         let group = GroupCommit<Int, Int>(maximumBatch: 64) { take in await recorder.commit(take()) }
         #expect(try await group.submit(5) == 10)
         #expect(recorder.state.withLock { $0.batches } == [[5]])
+    }
+
+    /// Runs each job on a serial queue of its own, and tells whether its caller is on it.
+    final class QueueExecutor: TaskExecutor, @unchecked Sendable {
+        let queue = DispatchQueue(label: "GroupCommitTests.QueueExecutor")
+        private let key = DispatchSpecificKey<Bool>()
+
+        init() { queue.setSpecific(key: key, value: true) }
+
+        var isCurrent: Bool { DispatchQueue.getSpecific(key: key) == true }
+
+        func enqueue(_ job: consuming ExecutorJob) {
+            let job = UnownedJob(job)
+            queue.async { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
+        }
+    }
+
+    @Test(arguments: [true, false])
+    func theCommitterRunsOnTheExecutorItIsGivenAndOnlyThen(given: Bool) async throws {
+        let executor = QueueExecutor()
+        let onExecutor = Mutex<[Bool]>([])
+        let group = GroupCommit<Int, Int>(maximumBatch: 64, executor: given ? executor : nil) { take in
+            let batch = take()
+            onExecutor.withLock { $0.append(executor.isCurrent) }
+            return batch.map { .success($0) }
+        }
+        #expect(try await group.submit(1) == 1)
+        #expect(onExecutor.withLock { $0 } == [given])
     }
 
     @Test func concurrentRequestsShareCommitsAndEachGetsItsOwnAnswerAfterItsCommit() async throws {
