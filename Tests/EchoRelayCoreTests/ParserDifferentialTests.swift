@@ -34,12 +34,7 @@ import TestSupport
             var tally = Tally()
             Fuzz.check("differential.mutatedEventBodies", cases: 800) { rng, c in
                 let spec = EventSpec.random(&rng)
-                var tree = spec.tree(&rng)
-                for _ in 0..<rng.int(1...3) { Mutate.event(&tree, &rng) }
-                var body = Array(JSONText.write(tree, &rng).utf8)
-                if rng.chance(0.35) {
-                    for _ in 0..<rng.int(1...3) { Mutate.bytes(&body, &rng) }
-                }
+                let body = Mutate.eventBody(spec, &rng)
                 Differential.check(body, &c, &tally)
             }
             // A floor on how many bodies took each path, not an exact count: the generators draw

@@ -86,12 +86,7 @@ import TestSupport
             var tally = OutcomeTally()
             Fuzz.check("mutatedEventBodiesParseOrFailCleanly", cases: 800) { rng, c in
                 let spec = EventSpec.random(&rng)
-                var tree = spec.tree(&rng)
-                for _ in 0..<rng.int(1...3) { Mutate.event(&tree, &rng) }
-                var body = Array(JSONText.write(tree, &rng).utf8)
-                if rng.chance(0.35) {
-                    for _ in 0..<rng.int(1...3) { Mutate.bytes(&body, &rng) }
-                }
+                let body = Mutate.eventBody(spec, &rng)
                 Ingest.checkOutcome(body, secret: spec.secret, &c, tally: &tally)
             }
             #expect(tally.accepted > 50 && tally.invalidFields > 100 && tally.notObject > 0
@@ -887,6 +882,18 @@ fileprivate enum RFC3339Oracle {
 // MARK: - Mutations
 
 enum Mutate {
+    /// A valid body of `spec` after one to three structural changes and, a third of the time,
+    /// byte-level damage as well.
+    static func eventBody(_ spec: EventSpec, _ rng: inout SplitMix64) -> [UInt8] {
+        var tree = spec.tree(&rng)
+        for _ in 0..<rng.int(1...3) { event(&tree, &rng) }
+        var body = Array(JSONText.write(tree, &rng).utf8)
+        if rng.chance(0.35) {
+            for _ in 0..<rng.int(1...3) { bytes(&body, &rng) }
+        }
+        return body
+    }
+
     /// One structural change to an event document: a key deleted, duplicated, renamed or
     /// given a hostile value, in the top object or in `echo` or `data`; or another root.
     static func event(_ tree: inout JSONTree, _ rng: inout SplitMix64) {

@@ -146,12 +146,13 @@ extension IngestBatchTests {
                     async let stuck = server.ingest(eventBody(id: "evt_stuck", userID: "held"))
                     // Until its flush has taken it and waits on the lock (a fixed pause was
                     // too short on a loaded machine: the queued request then went first, alone).
+                    // Only the ingest statement counts: the flush must have taken its batch.
                     try await server.database.withClient { watcher in
                         let deadline = ContinuousClock.now + .seconds(10)
                         while ContinuousClock.now < deadline {
                             var waiting = 0
                             for try await count in try await watcher.query(
-                                "SELECT count(*)::int FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'",
+                                "SELECT count(*)::int FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%INSERT INTO events%'",
                                 logger: TestLogger.quiet
                             ).decode(Int.self) { waiting = count }
                             if waiting > 0 { return }
