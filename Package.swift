@@ -55,6 +55,9 @@ let package = Package(
                 "EchoRelayCore",
                 "EchoRelaySchema",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Crypto", package: "swift-crypto"),                       // random token ids
+                .product(name: "NIOCore", package: "swift-nio"),                         // the committers' event loop
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),  // DatabaseClient is a service
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
@@ -144,7 +147,9 @@ let package = Package(
                 "EchoRelaySharedSignals",  // serve's ECHORELAY_SET_* settings
                 "EchoRelayPostgres",
                 "EchoRelaySQLite",
+                "EchoRelaySchema",  // MigrationError, from `tokens`
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
                 // The support verbs (events, replay, replays, dead-letters) are clients of the HTTP API.
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -193,7 +198,7 @@ let package = Package(
             name: "EchoRelayCoreTests",
             // TestSupport for Spawned: every child process of the test bundle starts through it,
             // not Foundation's Process (see Spawned).
-            dependencies: ["EchoRelayCore", "TestSupport"],
+            dependencies: ["EchoRelayCore", "TestSupport", .product(name: "Crypto", package: "swift-crypto")],
             swiftSettings: swiftSettings
         ),
         .testTarget(
@@ -206,8 +211,13 @@ let package = Package(
                 "EchoRelayHTTP",
                 "EchoRelayServer",
                 "EchoRelaySharedSignals",
+                "EchoRelaySchema",
                 "TestSupport",
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),

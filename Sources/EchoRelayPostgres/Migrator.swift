@@ -1,5 +1,3 @@
-@_exported import struct EchoRelaySchema.Migration
-@_exported import enum EchoRelaySchema.MigrationError
 import EchoRelaySchema
 import Foundation
 import Logging

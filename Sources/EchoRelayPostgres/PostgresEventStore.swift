@@ -1,4 +1,5 @@
 import EchoRelayCore
+import EchoRelaySchema
 import Foundation
 import Logging
 import PostgresNIO

@@ -1,6 +1,4 @@
 import EchoRelayCore
-@_exported import struct EchoRelaySchema.Migration
-@_exported import enum EchoRelaySchema.MigrationError
 import EchoRelaySchema
 import Foundation
 import Logging

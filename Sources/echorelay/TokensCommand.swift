@@ -1,6 +1,7 @@
 import ArgumentParser
 import EchoRelayCore
 import EchoRelayPostgres
+import EchoRelaySchema
 import EchoRelaySQLite
 import EchoRelayServer
 import Foundation
