@@ -1,3 +1,4 @@
+import EchoRelayCore
 import Foundation
 
 /// The bodies of support actions, parsed and validated with every bad field named. Unknown

@@ -1,4 +1,5 @@
 import EchoRelayCore
+import EchoRelayHTTP
 import Foundation
 import Testing
 import TestSupport
