@@ -197,7 +197,8 @@ import TestSupport
     }
 
     @Test func aUserWaitingForVerificationHoldsBackOnlyThatUser() async throws {
-        try await EchoFixture.run(retrySchedule: Array(repeating: .milliseconds(250), count: 60)) { f in
+        // The slow user's retries outlast the wait for the other user's updates (200 × 250 ms).
+        try await EchoFixture.run(retrySchedule: Array(repeating: .milliseconds(250), count: 200)) { f in
             try await StandInSubscriber().run { subscriber in
                 _ = try await f.subscribe(url: subscriber.url(), ordered: true)
                 let slow = try f.session("600")
@@ -209,7 +210,14 @@ import TestSupport
                 ids.append(try await f.push("token.rotated", userID: "600", echo: try f.echo(token: slow.token, tokenSecret: slow.secret)))
                 ids.append(try await f.push("token.rotated", userID: "601", echo: try f.echo(token: fast.token, tokenSecret: fast.secret)))
                 ids.append(try await f.push("token.rotated", userID: "601", echo: try f.echo(token: fast.token, tokenSecret: fast.secret)))
-                let first = try await subscriber.waitForDeliveries(count: 2, within: .seconds(10))
+                let first: [StandInSubscriber.ReceivedDelivery]
+                do {
+                    first = try await subscriber.waitForDeliveries(count: 2, within: .seconds(30))
+                } catch {
+                    // Where the other user's second update stood, to tell a slow machine from a stuck queue.
+                    for id in ids[2...] { print("\(id): \(try await f.server.http.get("/v1/events/\(id)", bearer: LiveServer.adminToken).json ?? [:])") }
+                    throw error
+                }
                 #expect(first.compactMap { $0.object?["user_id"]?.stringValue } == ["601", "601"], "the other user flowed while the first waited")
                 f.provider.failNext(0, forToken: slow.token)
                 let received = try await subscriber.waitForDeliveries(count: 4, within: .seconds(30))

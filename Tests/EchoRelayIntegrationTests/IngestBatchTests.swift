@@ -135,36 +135,33 @@ extension IngestBatchTests {
     /// row lock — is answered 503 with Retry-After, is never written, and its retry is accepted.
     @Test func aRequestQueuedPastItsDeadlineIsA503StoresNothingAndItsRetryIsAccepted() async throws {
         // Long enough that an ingest on a machine busy with the rest of the suite is not refused
-        // by accident; short enough for a test.
-        try await LiveServer.run(ingestWait: .seconds(4)) { server in
+        // by accident; short enough for a test. The stuck flush is abandoned at twice this
+        // after it began, and the queued request must reach its deadline before that (or a new
+        // committer would take it): so the watcher is connected before the flush begins, and
+        // sees it wait within a fraction of this.
+        try await LiveServer.run(ingestWait: .seconds(5)) { server in
             #expect(try await server.ingest(eventBody(id: "evt_first", userID: "held")).status == 202)
             let queued = eventBody(id: "evt_queued", userID: "free")
-            try await server.database.withClient { client in
-                try await client.withTransaction(logger: TestLogger.quiet) { lock in
-                    // Holds the user's sequence row: the next flush, which writes this user, waits on it.
-                    _ = try await lock.query("SELECT 1 FROM user_sequences WHERE user_id = 'held' FOR UPDATE", logger: TestLogger.quiet)
-                    async let stuck = server.ingest(eventBody(id: "evt_stuck", userID: "held"))
-                    // Until its flush has taken it and waits on the lock (a fixed pause was
-                    // too short on a loaded machine: the queued request then went first, alone).
-                    // Only the ingest statement counts: the flush must have taken its batch.
-                    try await server.database.withClient { watcher in
-                        let deadline = ContinuousClock.now + .seconds(10)
-                        while ContinuousClock.now < deadline {
-                            var waiting = 0
-                            for try await count in try await watcher.query(
-                                "SELECT count(*)::int FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%INSERT INTO events%'",
-                                logger: TestLogger.quiet
-                            ).decode(Int.self) { waiting = count }
-                            if waiting > 0 { return }
-                            try await Task.sleep(for: .milliseconds(10))
-                        }
-                        throw TestSetupError("the stuck ingest's flush never waited on the lock")
+            try await server.database.withClient { watcher in
+                _ = try await watcher.query("SELECT 1", logger: TestLogger.quiet)  // connects now, not while the flush waits
+                try await server.database.withClient { client in
+                    try await client.withTransaction(logger: TestLogger.quiet) { lock in
+                        // Holds the user's sequence row: the next flush, which writes this user, waits on it.
+                        _ = try await lock.query("SELECT 1 FROM user_sequences WHERE user_id = 'held' FOR UPDATE", logger: TestLogger.quiet)
+                        let sent = ContinuousClock.now
+                        async let stuck = server.ingest(eventBody(id: "evt_stuck", userID: "held"))
+                        // Until its flush has taken it and waits on the lock (a fixed pause was
+                        // too short on a loaded machine: the queued request then went first, alone).
+                        // Only the ingest statement counts: the flush must have taken its batch.
+                        try await Self.waitForAnIngestWaitingOnALock(watcher)
+                        let waitedFor = ContinuousClock.now - sent
+                        #expect(waitedFor < .seconds(5), "the queued request's deadline must come before the stuck flush is abandoned")
+                        let refused = try await server.ingest(queued)
+                        #expect(refused.status == 503)
+                        #expect(refused.headers["Retry-After"].first != nil)
+                        #expect(refused.json?["type"] as? String == "urn:echorelay:problem:unavailable")
+                        #expect(try await stuck.status == 503, "past its deadline too, though its flush may still write it")
                     }
-                    let refused = try await server.ingest(queued)
-                    #expect(refused.status == 503)
-                    #expect(refused.headers["Retry-After"].first != nil)
-                    #expect(refused.json?["type"] as? String == "urn:echorelay:problem:unavailable")
-                    #expect(try await stuck.status == 503, "past its deadline too, though its flush may still write it")
                 }
             }
             // The lock is gone: the stuck flush finishes. The queued request was never written.
@@ -180,6 +177,23 @@ extension IngestBatchTests {
             #expect(retried.json?["sequence"] as? Int == 1)
             #expect(try await server.rowCounts() == ["events": 3, "work_items": 3, "user_sequences": 2])
         }
+    }
+}
+
+extension IngestBatchTests {
+    /// Returns once an ingest statement waits on a row lock.
+    static func waitForAnIngestWaitingOnALock(_ watcher: PostgresClient) async throws {
+        let deadline = ContinuousClock.now + .seconds(10)
+        while ContinuousClock.now < deadline {
+            var waiting = 0
+            for try await count in try await watcher.query(
+                "SELECT count(*)::int FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%INSERT INTO events%'",
+                logger: TestLogger.quiet
+            ).decode(Int.self) { waiting = count }
+            if waiting > 0 { return }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        throw TestSetupError("the stuck ingest's flush never waited on the lock")
     }
 }
 

@@ -314,6 +314,10 @@ import TestSupport
                                                                    session: try f.session("u-dead", phone: "+15555550100"))["id"] as? String)
                 let dead = try await f.finalDeliveries(of: eventID, count: 1)
                 #expect(dead.first?["status"] as? String == "dead")
+                // Each failed try is recorded: 500 twice, or, on a loaded machine, a timeout
+                // or a connection error in place of one of them.
+                let failedTries = try #require(dead.first?["attempts"] as? [[String: Any]]).map { $0["status_code"] as? Int }
+                #expect(failedTries.count == 2 && !failedTries.contains(200), "\(dead.first?["attempts"] ?? "")")
 
                 let list = try #require(try await Self.send(f.server, .GET, "/v1/dead-letters?subscription_id=\(subscriptionID)").json)
                 let letters = try #require(list["dead_letters"] as? [[String: Any]])
@@ -321,7 +325,7 @@ import TestSupport
                 #expect(letters.first?["event_id"] as? String == eventID)
                 #expect(letters.first?["user_id"] as? String == "u-dead")
                 #expect(letters.first?["attempts"] as? Int == 2)
-                #expect(letters.first?["last_status_code"] as? Int == 500)
+                #expect(letters.first?["last_status_code"] as? Int == failedTries.last ?? nil)
                 #expect(letters.first?["dead_at"] is String)
                 let other = try await Self.send(f.server, .GET, "/v1/dead-letters?subscription_id=sub_other").json
                 #expect((other?["dead_letters"] as? [Any])?.isEmpty == true)
@@ -338,7 +342,7 @@ import TestSupport
                 let delivered = try await f.finalDeliveries(of: eventID, count: 1)
                 #expect(delivered.first?["status"] as? String == "delivered")
                 let attempts = try #require(delivered.first?["attempts"] as? [[String: Any]])
-                #expect(attempts.map { $0["status_code"] as? Int } == [500, 500, 200], "the history stays, the new try is added")
+                #expect(attempts.map { $0["status_code"] as? Int } == failedTries + [200], "the history stays, the new try is added")
                 let received = subscriber.deliveries
                 #expect(Set(received.map(\.webhookID)).count == 1)
                 #expect(received.last?.object?["replay"] == nil)
