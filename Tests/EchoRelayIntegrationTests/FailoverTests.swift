@@ -36,14 +36,16 @@ import TestSupport
     /// A primary and its streaming standby, each a server of this test's own, durable, the
     /// standby synchronous: a commit returns once the standby has it, so "acknowledged"
     /// survives the primary.
-    static func withSynchronousPair(_ body: @Sendable (PrivatePostgres, PrivatePostgres) async throws -> Void) async throws {
+    static func withSynchronousPair(_ body: @escaping @Sendable (PrivatePostgres, PrivatePostgres) async throws -> Void) async throws {
         try await PrivatePostgres.withServer(durable: true) { primary in
             try await primary.withStandby { standby in
                 try await primary.database.withClient { admin in
                     try await admin.query("ALTER SYSTEM SET synchronous_standby_names = '*'", logger: TestLogger.quiet)
                     try await admin.query("SELECT pg_reload_conf()", logger: TestLogger.quiet)
                 }
-                try await body(primary, standby)
+                // Within the suite's time limit, so that a hang fails the test (and the pair is
+                // removed) rather than holding the run: the limit itself only cancels.
+                try await within(.seconds(160), "the test's work on the pair") { try await body(primary, standby) }
             }
         }
     }
@@ -125,28 +127,37 @@ import TestSupport
         try await Self.withSynchronousPair { primary, standby in
             let url = "postgres://echorelay@127.0.0.1:\(primary.port),127.0.0.1:\(standby.port)/postgres?sslmode=disable"
             try await LiveServer.run(ingestWait: .seconds(10), database: TestDatabase(url: url, name: "postgres")) { server in
+                // Each step bounded, naming itself: this test once hung the suite between the
+                // crash and the promotion, past its time limit, with nothing left to wake it.
                 let first = eventBody(id: "evt_ha_1", userID: "u-ha")
-                #expect(try await server.ingest(first).status == 202)
+                #expect(try await within(.seconds(40), "the first ingest") { try await server.ingest(first) }.status == 202)
 
-                try await primary.crash()
-                let during = try await server.ingest(eventBody(id: "evt_ha_2", userID: "u-ha"))
+                try await within(.seconds(130), "the crash of the primary") { try await primary.crash() }
+                let during = try await within(.seconds(40), "the ingest while no host takes writes") {
+                    try await server.ingest(eventBody(id: "evt_ha_2", userID: "u-ha"))
+                }
                 #expect(during.status == 503, "\(during.text)")
                 #expect(during.headers["Retry-After"].first != nil)
-                #expect(try await server.http.get("/readyz").status == 503)
+                #expect(try await within(.seconds(40), "/readyz while no host takes writes") { try await server.http.get("/readyz") }.status == 503)
 
-                try await standby.promote()
-                let promoted = ContinuousClock.now
-                var status = 0
-                while status != 202, ContinuousClock.now - promoted < .seconds(30) {
-                    status = try await server.ingest(eventBody(id: "evt_ha_2", userID: "u-ha")).status
-                    if status != 202 { try await Task.sleep(for: .milliseconds(100)) }
+                try await within(.seconds(130), "the promotion of the standby") { try await standby.promote() }
+                let status = try await within(.seconds(40), "ingesting again after the promotion") {
+                    let promoted = ContinuousClock.now
+                    var status = 0
+                    while status != 202, ContinuousClock.now - promoted < .seconds(30) {
+                        status = try await server.ingest(eventBody(id: "evt_ha_2", userID: "u-ha")).status
+                        if status != 202 { try await Task.sleep(for: .milliseconds(100)) }
+                    }
+                    return status
                 }
                 #expect(status == 202, "no 202 within 30 s of the promotion")
-                #expect(try await server.http.get("/readyz").status == 200)
-                let again = try await server.ingest(first)
+                #expect(try await within(.seconds(40), "/readyz after the promotion") { try await server.http.get("/readyz") }.status == 200)
+                let again = try await within(.seconds(40), "the first event pushed again") { try await server.ingest(first) }
                 #expect(again.status == 202)
                 #expect(again.json?["sequence"] as? Int == 1, "the receipt stored before the failover")
-                let evt2 = try await server.http.get("/v1/events/evt_ha_2", bearer: LiveServer.adminToken).json
+                let evt2 = try await within(.seconds(40), "reading the second event") {
+                    try await server.http.get("/v1/events/evt_ha_2", bearer: LiveServer.adminToken)
+                }.json
                 #expect(evt2?["sequence"] as? Int == 2)
             }
         }
