@@ -129,6 +129,7 @@ let package = Package(
                 "EchoRelaySharedSignals",
                 "EchoRelayPostgres",
                 "EchoRelaySQLite",
+                "EchoRelaySchema",  // MigrationError, for the commands that open a store
                 "EchoRelayHTTP",
                 "EchoRelayWorkers",
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -145,11 +146,8 @@ let package = Package(
                 "EchoRelayCore",
                 "EchoRelayServer",
                 "EchoRelaySharedSignals",  // serve's ECHORELAY_SET_* settings
-                "EchoRelayPostgres",
-                "EchoRelaySQLite",
                 "EchoRelaySchema",  // MigrationError, from `tokens`
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "PostgresNIO", package: "postgres-nio"),
                 // The support verbs (events, replay, replays, dead-letters) are clients of the HTTP API.
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -221,6 +219,7 @@ let package = Package(
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "_ConnectionPoolModule", package: "postgres-nio"),  // the pool's errors, to describe
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),      // raw TCP clients that misbehave on purpose
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),    // a test CA for the webhooks' TLS

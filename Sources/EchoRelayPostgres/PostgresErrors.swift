@@ -33,6 +33,7 @@ public func safeDescription(of error: any Error) -> String {
                                              transaction.commitError, transaction.rollbackError]
                 .compactMap { $0.map(safeDescription(of:)) }.joined(separator: "; ")
         }
+        if let pool = ConnectionPoolFailure(error) { return pool.description }
         return String(describing: type(of: error))
     }
     var parts = ["code: \(error.code)"]
@@ -42,12 +43,46 @@ public func safeDescription(of error: any Error) -> String {
     return "PSQLError(" + parts.joined(separator: ", ") + ")"
 }
 
+/// postgres-nio's pool errors (`ConnectionPoolError`, of a module named as internal), told
+/// apart by their text, which holds nothing of the URL.
+enum ConnectionPoolFailure: CustomStringConvertible {
+    /// Every connection attempt failed for about a minute: the database is unreachable.
+    case unreachable
+    case shutDown
+    case cancelled
+
+    init?(_ error: any Error) {
+        guard String(describing: type(of: error)) == "ConnectionPoolError" else { return nil }
+        let text = String(describing: error)
+        if text.contains("CircuitBreakerTripped") {
+            self = .unreachable
+        } else if text.contains("poolShutdown") {
+            self = .shutDown
+        } else if text.contains("requestCancelled") {
+            self = .cancelled
+        } else {
+            return nil
+        }
+    }
+
+    var description: String {
+        switch self {
+        case .unreachable: "no connection to the database could be made for a minute (the log has each attempt's error)"
+        case .shutDown: "the database connection pool has shut down"
+        case .cancelled: "the wait for a database connection was cancelled"
+        }
+    }
+}
+
 extension StoreError {
     /// Maps a PostgreSQL error to a store error with a description that is safe to log.
     static func wrap(_ error: any Error) -> any Error {
         if error is StoreError || error is CancellationError || error is SecretSealerError { return error }
         if let error = error as? PSQLError, error.isConnectionFailure {
             return StoreError.unavailable(safeDescription(of: error))
+        }
+        if let pool = ConnectionPoolFailure(error), pool == .unreachable {
+            return StoreError.unavailable(pool.description)
         }
         return StoreError.unexpected(safeDescription(of: error))
     }

@@ -1,5 +1,6 @@
 import EchoRelayCore
 import EchoRelayPostgres
+import EchoRelaySchema
 import EchoRelaySQLite
 import Foundation
 import Logging
@@ -55,12 +56,7 @@ struct StoreBackend {
     ) async throws -> StoreBackend {
         switch location {
         case .postgres(let url):
-            let endpoints: DatabaseEndpoints
-            do throws(DatabaseURLError) {
-                endpoints = try DatabaseURL.endpoints(url.revealed)
-            } catch {
-                throw ConfigurationError(setting: "ECHORELAY_DATABASE_URL", reason: error.reason)
-            }
+            let endpoints = try DatabaseLocation.endpoints(url)
             if endpoints.configurations.count > 1 {
                 logger.info("database hosts", metadata: ["db.hosts": "\(endpoints.names.joined(separator: ","))",
                                                          "db.target": "\(endpoints.sessions.rawValue)"])
@@ -85,6 +81,75 @@ struct StoreBackend {
                 store: store, services: [SQLiteStoreCloser(store: store)], announce: {},
                 migrate: { try await store.migrate() }, sqlite: store
             )
+        }
+    }
+}
+
+/// A store opened for one command (`migrate`, `tokens`, `reseal`), as `serve` opens it.
+public struct OpenedStore: Sendable {
+    public let store: any EchoRelayStore
+    /// Applies the pending migrations; returns their numbers.
+    public let migrate: @Sendable () async throws -> [Int]
+    /// The migrations not applied yet.
+    public let pendingMigrations: @Sendable () async throws -> [Int]
+}
+
+/// Migrating (or reading the migrations of) a PostgreSQL database failed for a reason other
+/// than the migrations themselves (`MigrationError`): PSQLError's own description hides the
+/// cause, and its detail may repeat a row, so this one is safe to print.
+public struct StorePreparationError: Error, CustomStringConvertible {
+    public let description: String
+
+    static func wrapping<Value>(_ work: () async throws -> Value) async throws -> Value {
+        do {
+            return try await work()
+        } catch let error as MigrationError {
+            throw error
+        } catch {
+            throw StorePreparationError(description: "could not prepare the database: \(safeDescription(of: error))")
+        }
+    }
+}
+
+extension DatabaseLocation {
+    /// Opens the store here for the length of `body` — PostgreSQL's client running, or the
+    /// embedded file open (and locked) — and closes it afterwards, whatever `body` does. It
+    /// migrates nothing by itself. `poolLogger` is the PostgreSQL client's (default: `logger`).
+    public func withStore<Result: Sendable>(
+        sealer: SecretSealer? = nil, logger: Logger, poolLogger: Logger? = nil,
+        _ body: @Sendable (OpenedStore) async throws -> Result
+    ) async throws -> Result {
+        switch self {
+        case .postgres(let url):
+            return try await DatabaseClient.withRunning(try Self.endpoints(url), logger: poolLogger ?? logger) { client in
+                let migrator = Migrator(client: client, logger: logger)
+                return try await body(OpenedStore(
+                    store: PostgresEventStore(client: client, logger: logger, sealer: sealer),
+                    migrate: { try await StorePreparationError.wrapping { try await migrator.migrate() } },
+                    pendingMigrations: { try await StorePreparationError.wrapping { try await migrator.pending() } }
+                ))
+            }
+        case .sqlite(let path):
+            let store = try await SQLiteEventStore.open(path: path, logger: logger, sealer: sealer)
+            do {
+                let result = try await body(OpenedStore(
+                    store: store, migrate: { try await store.migrate() }, pendingMigrations: { try await store.pendingMigrations() }
+                ))
+                try await store.close()
+                return result
+            } catch {
+                try? await store.close()
+                throw error
+            }
+        }
+    }
+
+    /// The hosts of a PostgreSQL URL, or the setting's error (which never repeats the URL).
+    static func endpoints(_ url: Secret) throws -> DatabaseEndpoints {
+        do throws(DatabaseURLError) {
+            return try DatabaseURL.endpoints(url.revealed)
+        } catch {
+            throw ConfigurationError(setting: "ECHORELAY_DATABASE_URL", reason: error.reason)
         }
     }
 }

@@ -1,10 +1,5 @@
 import ArgumentParser
-import EchoRelayCore
-import EchoRelayPostgres
-import EchoRelaySQLite
 import EchoRelayServer
-import Logging
-import PostgresNIO
 
 struct MigrateCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -26,51 +21,21 @@ struct MigrateCommand: AsyncParsableCommand {
 
     func run() async throws {
         let logger = try logging.bootstrap(label: "echorelay.migrate")
-        let url: Secret
-        switch try Setting.database(databaseURL) {
-        case .postgres(let postgresURL):
-            url = postgresURL
-        case .sqlite(let path):
-            try await migrateEmbedded(path: path, logger: logger)
-            return
-        }
-        let endpoints: DatabaseEndpoints
-        do throws(DatabaseURLError) {
-            endpoints = try DatabaseURL.endpoints(url.revealed)
-        } catch {
-            throw ConfigurationError(setting: "ECHORELAY_DATABASE_URL", reason: error.reason)
-        }
-        try await DatabaseClient.withRunning(endpoints, logger: logger) { client in
-            let migrator = Migrator(client: client, logger: logger)
+        // On the embedded store, `serve` migrates at start anyway: this is for `--check` and for
+        // preparing a file before the first start (the file must not be in use).
+        let (report, pendingLeft) = try await Setting.database(databaseURL).withStore(logger: logger) { opened in
             if check {
-                let pending = try await migrator.pending()
-                print(pending.isEmpty ? "up to date" : "pending: " + pending.map(String.init).joined(separator: ", "))
-                if !pending.isEmpty { throw ExitCode(1) }
-            } else {
-                let applied = try await migrator.migrate()
-                print(applied.isEmpty ? "up to date" : "applied: " + applied.map(String.init).joined(separator: ", "))
+                let pending = try await opened.pendingMigrations()
+                return (pending.isEmpty ? "up to date" : "pending: " + Self.list(pending), !pending.isEmpty)
             }
+            let applied = try await opened.migrate()
+            return (applied.isEmpty ? "up to date" : "applied: " + Self.list(applied), false)
         }
+        print(report)
+        if pendingLeft { throw ExitCode(1) }
     }
 
-    /// The embedded store: `serve` migrates it at start anyway; this is for `--check` and
-    /// for preparing a file before the first start. The file must not be in use.
-    private func migrateEmbedded(path: String, logger: Logger) async throws {
-        let store = try await SQLiteEventStore.open(path: path, logger: logger)
-        do {
-            if check {
-                let pending = try await store.pendingMigrations()
-                try await store.close()
-                print(pending.isEmpty ? "up to date" : "pending: " + pending.map(String.init).joined(separator: ", "))
-                if !pending.isEmpty { throw ExitCode(1) }
-            } else {
-                let applied = try await store.migrate()
-                try await store.close()
-                print(applied.isEmpty ? "up to date" : "applied: " + applied.map(String.init).joined(separator: ", "))
-            }
-        } catch {
-            try? await store.close()
-            throw error
-        }
+    private static func list(_ migrations: [Int]) -> String {
+        migrations.map(String.init).joined(separator: ", ")
     }
 }

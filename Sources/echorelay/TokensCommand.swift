@@ -1,12 +1,9 @@
 import ArgumentParser
 import EchoRelayCore
-import EchoRelayPostgres
 import EchoRelaySchema
-import EchoRelaySQLite
 import EchoRelayServer
 import Foundation
 import Logging
-import PostgresNIO
 
 /// `echorelay tokens`: issues, lists and revokes the bearer tokens of the API. Like
 /// `migrate`, it works on the database directly, so it needs no running server and no token
@@ -191,38 +188,13 @@ struct TokenDatabaseOptions: ParsableArguments {
         // fails is reported anyway, as the command's error.
         var poolLogger = logger
         if chosenLevel == nil { poolLogger.logLevel = .error }
-        let url: Secret
-        switch try Setting.database(databaseURL) {
-        case .postgres(let postgresURL):
-            url = postgresURL
-        case .sqlite(let path):
-            let store = try await SQLiteEventStore.open(path: path, logger: logger, sealer: sealer)
+        return try await Setting.database(databaseURL).withStore(sealer: sealer, logger: logger, poolLogger: poolLogger) { opened in
             do {
-                try await store.migrate()
-                let result = try await body(store)
-                try await store.close()
-                return result
-            } catch {
-                try? await store.close()
-                throw error
-            }
-        }
-        let endpoints: DatabaseEndpoints
-        do throws(DatabaseURLError) {
-            endpoints = try DatabaseURL.endpoints(url.revealed)
-        } catch {
-            throw ConfigurationError(setting: "ECHORELAY_DATABASE_URL", reason: error.reason)
-        }
-        return try await DatabaseClient.withRunning(endpoints, logger: poolLogger) { client in
-            do {
-                try await Migrator(client: client, logger: logger).migrate()
+                _ = try await opened.migrate()
             } catch let error as MigrationError {
                 throw TokensCommandError(error.description)
-            } catch {
-                // PSQLError's own description hides the cause; this one is safe to print.
-                throw TokensCommandError("could not prepare the database: \(safeDescription(of: error))")
             }
-            return try await body(PostgresEventStore(client: client, logger: logger, sealer: sealer))
+            return try await body(opened.store)
         }
     }
 }
