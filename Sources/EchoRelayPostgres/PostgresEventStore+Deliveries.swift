@@ -378,3 +378,11 @@ struct RecordAttemptsStatement: PostgresPreparedStatement {
         try row.decode(Row.self)
     }
 }
+
+/// The `webhook-id` rule (`WebhookID` in Core) as SQL over two text expressions, for the
+/// statements that fan an event out to its subscriptions in the database.
+enum WebhookIDSQL {
+    static func expression(eventID: String, subscriptionID: String) -> String {
+        "'msg_' || substr(md5(\(eventID) || '/' || \(subscriptionID)), 1, 26)"
+    }
+}

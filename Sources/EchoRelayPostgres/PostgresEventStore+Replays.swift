@@ -40,7 +40,7 @@ extension PostgresEventStore: ReplayStore {
                 """, logger: logger)
             try await connection.query("""
                 INSERT INTO deliveries (event_id, subscription_id, user_id, sequence, webhook_id, replay_id)
-                SELECT e.id, s, e.user_id, e.sequence, 'msg_' || substr(md5(e.id || '/' || s), 1, 26), \(replayID)
+                SELECT e.id, s, e.user_id, e.sequence, \(unescaped: WebhookIDSQL.expression(eventID: "e.id", subscriptionID: "s")), \(replayID)
                 FROM events e, unnest(\(targets)::text[]) AS s
                 WHERE e.id = \(id)
                 """, logger: logger)

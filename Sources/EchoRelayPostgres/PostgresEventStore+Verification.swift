@@ -245,7 +245,7 @@ struct FinishRoundStatement: PostgresPreparedStatement {
             -- of its queue, or an earlier event of a wanted type still awaiting
             -- verification (this round's are final). Materialized, so each probe runs once.
             SELECT f.event_id, s.id AS subscription_id, f.user_id, f.sequence, f.hand_owner, f.hand_lease,
-                   'msg_' || substr(md5(f.event_id || '/' || s.id), 1, 26) AS webhook_id,
+                   \(WebhookIDSQL.expression(eventID: "f.event_id", subscriptionID: "s.id")) AS webhook_id,
                    s.ordered AND (
                        (SELECT 1 FROM deliveries p
                         WHERE p.subscription_id = s.id AND p.user_id = f.user_id

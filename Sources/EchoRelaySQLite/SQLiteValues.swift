@@ -1,4 +1,3 @@
-import Crypto
 import EchoRelayCore
 import Foundation
 import NIOCore
@@ -141,15 +140,5 @@ enum RandomID {
         let alphabet = Array("abcdefghijklmnopqrstuvwxyz234567")
         var generator = SystemRandomNumberGenerator()
         return String((0..<20).map { _ in alphabet[Int(generator.next() % 32)] })
-    }
-}
-
-/// The stable `webhook-id` of an (event, subscription) pair: the same text PostgreSQL's
-/// `'msg_' || substr(md5(event_id || '/' || subscription_id), 1, 26)` gives, so a delivery's
-/// id does not depend on the store. MD5 only spreads the ids; nothing relies on it being secret.
-enum WebhookID {
-    static func make(eventID: String, subscriptionID: String) -> String {
-        let digest = Insecure.MD5.hash(data: Data((eventID + "/" + subscriptionID).utf8))
-        return "msg_" + String(digest.map { String(format: "%02x", $0) }.joined().prefix(26))
     }
 }
