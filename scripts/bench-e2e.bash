@@ -104,22 +104,23 @@ E2E_BEFORE=()
 store_counters() { if embedded; then echo "0 0 0 0 0 0 0"; else pg_counters "$E2E_DB"; fi; }
 e2e_counters_before() {
     sleep "$STATS_WAIT_IDLE"
-    read -r -a E2E_BEFORE <<<"$(store_counters) $(ticks "${SERVE_PID[e2e]}") $(pg_ticks)"
+    read -r -a E2E_BEFORE <<<"$(store_counters) $(ticks "${SERVE_PID[e2e]}") $(switches "${SERVE_PID[e2e]}") $(pg_ticks)"
     E2E_BEFORE_AT=$EPOCHREALTIME
 }
 e2e_counters_after() {  # prints key=value for what changed since e2e_counters_before
     sleep "$STATS_WAIT_IDLE"
     local -a a
-    read -r -a a <<<"$(store_counters) $(ticks "${SERVE_PID[e2e]}") $(pg_ticks)"
+    read -r -a a <<<"$(store_counters) $(ticks "${SERVE_PID[e2e]}") $(switches "${SERVE_PID[e2e]}") $(pg_ticks)"
     local elapsed
     elapsed="$(python3 -c "print(round($EPOCHREALTIME - $E2E_BEFORE_AT, 2))")"
     local -a b=("${E2E_BEFORE[@]}")
+    local serve="serve_cpu_s=$(seconds_of "${b[7]}" "${a[7]}") serve_switches=$(( a[8] - b[8] ))"
     if embedded; then
-        echo "serve_cpu_s=$(seconds_of "${b[7]}" "${a[7]}") counted_s=$elapsed"
+        echo "$serve counted_s=$elapsed"
         return
     fi
     echo "xids=$(( a[1] - b[1] )) commits=$(( a[2] - b[2] )) wal_bytes=$(( a[3] - b[3] ))" \
-        "serve_cpu_s=$(seconds_of "${b[7]}" "${a[7]}") pg_cpu_s=$(seconds_of "${b[8]:-}" "${a[8]:-}")" \
+        "$serve pg_cpu_s=$(seconds_of "${b[9]:-}" "${a[9]:-}")" \
         "counted_s=$elapsed"
 }
 

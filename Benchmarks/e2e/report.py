@@ -137,13 +137,14 @@ out += ["| figure | value | goal |", "|---|---:|---:|"] + [f"| {a} | {b} | {c} |
 
 out += ["Steps (each drained before the next):", "",
         "| offered/s | completed/s in window | backlog middle → end | p50 / p99 ms | late pacer p99 ms "
-        "| write tx per event | serve CPU ms per event | sustained |",
-        "|---:|---:|---:|---:|---:|---:|---:|:---:|"]
+        "| write tx per event | serve CPU ms per event | serve context switches per event | sustained |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|:---:|"]
 for s in [latency] + steps if latency else steps:
     cpu = num(s, "serve_cpu_s")
     out.append(f"| {fmt(num(s, 'rate'))} | {s.get('completed_rate')} | {s.get('backlog_middle')} → {s.get('backlog_end')} "
                f"| {s.get('p50_ms')} / {s.get('p99_ms')} | {s.get('pacer_late_p99_ms')} | {per(s, 'xids', 'completed')} "
                f"| {fmt(cpu * 1000 / num(s, 'completed'), 2) if cpu is not None and num(s, 'completed') else '–'} "
+               f"| {per(s, 'serve_switches', 'completed')} "
                f"| {s.get('sustained')}{' (pacer late)' if s.get('pacer_late') == 'yes' else ''} |")
 out.append("")
 
