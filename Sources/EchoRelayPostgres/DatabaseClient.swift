@@ -145,7 +145,7 @@ public final class DatabaseClient: Service, Sendable {
         // A pool waits for its leased connections to come back; one whose statement was lost
         // never does, and must not hold the process's shutdown for ever.
         for task in running.compactMap({ $0 }) {
-            if case .failure = await Self.within(.seconds(10), { await task.value }) {
+            if case .failure = await awaitResult(within: .seconds(10), { await task.value }) {
                 logger.warning("a database pool did not close within 10 s; leaving it")
             }
         }
@@ -330,7 +330,7 @@ public final class DatabaseClient: Service, Sendable {
             : "SELECT current_setting('transaction_read_only') = 'off'"
         let monitor = state.withLock { $0.monitors[index] }
         let logger = self.logger
-        let answer = await Self.within(probeTimeout) {
+        let answer = await awaitResult(within: probeTimeout) {
             var answer = false
             for try await value in try await monitor.query(question, logger: logger).decode(Bool.self) { answer = value }
             return answer
@@ -341,36 +341,6 @@ public final class DatabaseClient: Service, Sendable {
             replaceMonitor(index, monitor)
             if error is TimeoutError { return .failure(Reason("did not answer within \(DurationText.format(probeTimeout))")) }
             return .failure(Reason("is unreachable (\(safeDescription(of: error)))"))
-        }
-    }
-
-    /// `work`'s result, or `TimeoutError` after `limit` without waiting for `work` to end
-    /// (it is cancelled and left to finish on its own).
-    static func within<Value: Sendable>(_ limit: Duration, _ work: @escaping @Sendable () async throws -> Value) async -> Result<Value, any Error> {
-        await withCheckedContinuation { continuation in
-            let once = FirstAnswer(continuation)
-            let worker = Task { once.answer(await Result(catching: { try await work() })) }
-            Task {
-                try? await Task.sleep(for: limit)
-                if once.answer(.failure(TimeoutError(duration: limit))) { worker.cancel() }
-            }
-        }
-    }
-
-    /// Resumes a continuation with the first answer given, and ignores the others.
-    private final class FirstAnswer<Value: Sendable>: Sendable {
-        private let continuation: Mutex<CheckedContinuation<Result<Value, any Error>, Never>?>
-
-        init(_ continuation: CheckedContinuation<Result<Value, any Error>, Never>) {
-            self.continuation = Mutex(continuation)
-        }
-
-        /// True if this was the first answer.
-        @discardableResult
-        func answer(_ result: Result<Value, any Error>) -> Bool {
-            guard let continuation = continuation.withLock({ $0.take() }) else { return false }
-            continuation.resume(returning: result)
-            return true
         }
     }
 

@@ -1,4 +1,4 @@
-import Synchronization
+import EchoRelayCore
 
 /// `work`'s result, or a `TestSetupError` naming `step` once `limit` has passed, without
 /// waiting for `work` to end (it is cancelled and left to finish on its own). A step that
@@ -7,32 +7,9 @@ import Synchronization
 public func within<Value: Sendable>(
     _ limit: Duration, _ step: String, _ work: @escaping @Sendable () async throws -> Value
 ) async throws -> Value {
-    let result: Result<Value, any Error> = await withCheckedContinuation { continuation in
-        let once = FirstAnswer(continuation)
-        let worker = Task {
-            do { once.answer(.success(try await work())) } catch { once.answer(.failure(error)) }
-        }
-        Task {
-            try? await Task.sleep(for: limit)
-            if once.answer(.failure(TestSetupError("\(step) did not finish within \(limit)"))) { worker.cancel() }
-        }
-    }
-    return try result.get()
-}
-
-/// Resumes a continuation with the first answer given, and ignores the others.
-private final class FirstAnswer<Value: Sendable>: Sendable {
-    private let continuation: Mutex<CheckedContinuation<Result<Value, any Error>, Never>?>
-
-    init(_ continuation: CheckedContinuation<Result<Value, any Error>, Never>) {
-        self.continuation = Mutex(continuation)
-    }
-
-    /// True if this was the first answer.
-    @discardableResult
-    func answer(_ result: Result<Value, any Error>) -> Bool {
-        guard let continuation = continuation.withLock({ $0.take() }) else { return false }
-        continuation.resume(returning: result)
-        return true
+    do {
+        return try await awaitResult(within: limit, work).get()
+    } catch is TimeoutError {
+        throw TestSetupError("\(step) did not finish within \(limit)")
     }
 }
