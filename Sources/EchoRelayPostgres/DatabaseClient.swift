@@ -143,13 +143,26 @@ public final class DatabaseClient: Service, Sendable {
         }
         for task in running { task?.cancel() }
         // A pool waits for its leased connections to come back; one whose statement was lost
-        // never does, and must not hold the process's shutdown for ever.
-        for task in running.compactMap({ $0 }) {
-            if case .failure = await awaitResult(within: .seconds(10), { await task.value }) {
-                logger.warning("a database pool did not close within 10 s; leaving it")
+        // never does, and must not hold the process's shutdown for ever. One bound for them
+        // all: after a failover several may be stuck (the old primary's pool and its check's),
+        // and 10 s each, one after another, held a stop past 30 s.
+        let pools = running.compactMap { $0 }
+        let closed = Mutex(0)
+        let all = await awaitResult(within: Self.closeLimit) {
+            for task in pools {
+                await task.value
+                closed.withLock { $0 += 1 }
             }
         }
+        if case .failure = all {
+            logger.warning("database pools did not close in time; leaving them", metadata: [
+                "db.pools.open": "\(pools.count - closed.withLock { $0 })", "db.close_limit": "\(Self.closeLimit)",
+            ])
+        }
     }
+
+    /// How long a stop waits for the pools to close once cancelled.
+    static let closeLimit = Duration.seconds(10)
 
     // MARK: The same calls as PostgresClient's, on the host in use
 

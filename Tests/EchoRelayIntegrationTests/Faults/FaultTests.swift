@@ -134,7 +134,13 @@ import Glibc
                     throw error
                 }
                 serve.signal(SIGTERM)
-                #expect(try await serve.wait(timeout: .seconds(30)) == 0)
+                let stopping = ContinuousClock.now
+                let stopped = await Result { try await serve.wait(timeout: .seconds(30)) }
+                let stopTook = ContinuousClock.now - stopping
+                if (try? stopped.get()) != 0 {
+                    print("FAULT pg-auto-failover: serve's log after a stop that did not end in 30 s:\n\(serve.standardError.suffix(30_000))")
+                }
+                #expect(try stopped.get() == 0)
                 try await after.expectNothingLost("pg-auto-failover", report)
                 let firstAfter = lab.subscriber.deliveries.map(\.receivedAt).filter { $0 >= promoted }.min()
                 let seconds = { (duration: Duration) in String(format: "%.1f", Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18) }
@@ -142,6 +148,8 @@ import Glibc
                       + "kill -9 of \(killed), new primary \(third) taking writes after \(seconds(failoverDone - failoverStarted)) s, "
                       + "503 for \(seconds(report.refusing(from: failoverStarted, to: loadEnded))) s; first delivery "
                       + (firstAfter.map { String(format: "%.1f s", $0.timeIntervalSince(promoted)) } ?? "none") + " after the promotion")
+                let poolsLeft = serve.standardError.contains("did not close in time") ? ", leaving pools that did not close" : ""
+                print("FAULT pg-auto-failover stop: took \(seconds(stopTook)) s\(poolsLeft)")
             }
         }
     }
