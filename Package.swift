@@ -55,6 +55,7 @@ let package = Package(
                 "EchoRelayCore",
                 "EchoRelaySchema",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "_ConnectionPoolModule", package: "postgres-nio"),      // the pool's errors, by value
                 .product(name: "Crypto", package: "swift-crypto"),                       // random token ids
                 .product(name: "NIOCore", package: "swift-nio"),                         // the committers' event loop
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),  // DatabaseClient is a service

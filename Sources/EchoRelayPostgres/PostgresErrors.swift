@@ -1,3 +1,4 @@
+import _ConnectionPoolModule
 import EchoRelayCore
 import PostgresNIO
 
@@ -43,8 +44,8 @@ public func safeDescription(of error: any Error) -> String {
     return "PSQLError(" + parts.joined(separator: ", ") + ")"
 }
 
-/// postgres-nio's pool errors (`ConnectionPoolError`, of a module named as internal), told
-/// apart by their text, which holds nothing of the URL.
+/// postgres-nio's pool errors (`ConnectionPoolError`), said in words: they hold nothing of
+/// the URL, but their own text names internal cases.
 enum ConnectionPoolFailure: CustomStringConvertible {
     /// Every connection attempt failed for about a minute: the database is unreachable.
     case unreachable
@@ -52,16 +53,11 @@ enum ConnectionPoolFailure: CustomStringConvertible {
     case cancelled
 
     init?(_ error: any Error) {
-        guard String(describing: type(of: error)) == "ConnectionPoolError" else { return nil }
-        let text = String(describing: error)
-        if text.contains("CircuitBreakerTripped") {
-            self = .unreachable
-        } else if text.contains("poolShutdown") {
-            self = .shutDown
-        } else if text.contains("requestCancelled") {
-            self = .cancelled
-        } else {
-            return nil
+        switch error as? ConnectionPoolError {
+        case .connectionCreationCircuitBreakerTripped?: self = .unreachable
+        case .poolShutdown?: self = .shutDown
+        case .requestCancelled?: self = .cancelled
+        default: return nil
         }
     }
 
