@@ -60,7 +60,7 @@ public struct SecretSealer: Sendable {
     }
 
     static func keyID(of key: Data) -> String {
-        SHA256.hash(data: key).prefix(4).map { String(format: "%02x", $0) }.joined()
+        SHA256.hash(data: key).prefix(4).lowercaseHex
     }
 
     /// True when `stored` is a sealed value rather than plain text.

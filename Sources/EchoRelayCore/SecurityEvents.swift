@@ -57,7 +57,7 @@ public struct ReceivedSecurityEvent: Sendable, Equatable {
     /// within the event id alphabet whatever the `jti` holds.
     public var eventID: String {
         let digest = SHA256.hash(data: Data((issuer + "\n" + jti).utf8))
-        return "set:" + digest.prefix(16).map { String(format: "%02x", $0) }.joined()
+        return "set:" + digest.prefix(16).lowercaseHex
     }
 }
 

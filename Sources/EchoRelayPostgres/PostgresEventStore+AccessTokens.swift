@@ -83,7 +83,7 @@ extension PostgresEventStore: AccessTokenStore {
     /// `tok_` and 20 lowercase hex digits (80 random bits).
     static func newAccessTokenID() -> String {
         "tok_" + SymmetricKey(size: SymmetricKeySize(bitCount: 80)).withUnsafeBytes { bytes in
-            bytes.map { String(format: "%02x", $0) }.joined()
+            bytes.lowercaseHex
         }
     }
 }

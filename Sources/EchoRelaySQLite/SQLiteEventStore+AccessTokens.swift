@@ -68,7 +68,7 @@ extension SQLiteEventStore {
     /// `tok_` and 20 lowercase hex digits (80 random bits).
     static func newAccessTokenID() -> String {
         "tok_" + SymmetricKey(size: SymmetricKeySize(bitCount: 80)).withUnsafeBytes { bytes in
-            bytes.map { String(format: "%02x", $0) }.joined()
+            bytes.lowercaseHex
         }
     }
 }

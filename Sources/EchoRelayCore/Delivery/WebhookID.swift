@@ -10,6 +10,6 @@ import Foundation
 public enum WebhookID {
     public static func make(eventID: String, subscriptionID: String) -> String {
         let digest = Insecure.MD5.hash(data: Data((eventID + "/" + subscriptionID).utf8))
-        return "msg_" + String(digest.map { String(format: "%02x", $0) }.joined().prefix(26))
+        return "msg_" + String(digest.lowercaseHex.prefix(26))
     }
 }

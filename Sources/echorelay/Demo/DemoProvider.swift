@@ -118,7 +118,7 @@ final class DemoProvider: Sendable {
 
     static func randomHex(_ bytes: Int) -> String {
         var generator = SystemRandomNumberGenerator()
-        return (0..<bytes).map { _ in String(format: "%02x", UInt8.random(in: .min ... .max, using: &generator)) }.joined()
+        return (0..<bytes).map { _ in UInt8.random(in: .min ... .max, using: &generator) }.lowercaseHex
     }
 }
 
