@@ -53,11 +53,15 @@ public struct IngestReceipt: Sendable, Equatable {
     public var sequence: Int64
     /// True when this `id` had been stored before and nothing new was written.
     public var isDuplicate: Bool
+    /// True when the event's verification was leased to this process's verify worker as it was
+    /// written (`HandOffInbox`): that worker takes it from its inbox, without a claim.
+    public var handedOff: Bool
 
-    public init(id: String, sequence: Int64, isDuplicate: Bool) {
+    public init(id: String, sequence: Int64, isDuplicate: Bool, handedOff: Bool = false) {
         self.id = id
         self.sequence = sequence
         self.isDuplicate = isDuplicate
+        self.handedOff = handedOff
     }
 }
 

@@ -144,7 +144,7 @@ public final class GroupCommit<Input: Sendable, Output: Sendable>: Sendable {
                         let count = min(maximumBatch, state.queue.count)
                         defer { state.queue.removeFirst(count) }
                         let batch = Array(state.queue.prefix(count))
-                        state.inFlight = batch.map(\.id)
+                        state.inFlight = batch.map { $0.id }  // closures, not key paths: a generic key path is built at run time on every call
                         return batch
                     }
                     taken = batch
@@ -155,7 +155,7 @@ public final class GroupCommit<Input: Sendable, Output: Sendable>: Sendable {
             let results: [Result<Output, any Error>]
             let batch: [Queued]
             do {
-                results = try await commit { take().map(\.input) }
+                results = try await commit { take().map { $0.input } }
                 // A commit that returned without taking answers the batch it should have taken
                 // (with `missingResult`), rather than leaving it queued for another spin.
                 batch = taken.withLock { $0 } ?? take()
@@ -200,7 +200,7 @@ public final class GroupCommit<Input: Sendable, Output: Sendable>: Sendable {
                     state.committing = !state.queue.isEmpty
                     if state.committing { restart = state.generation }
                 }
-                var wakeAt = state.waiting.values.compactMap(\.deadline).min()
+                var wakeAt = state.waiting.values.compactMap { $0.deadline }.min()
                 if let flushLimit, state.committing {
                     // Never past a deadline that a request arriving now would have.
                     let flushDue = min((state.flushStarted ?? now) + flushLimit, now + (maximumWait ?? flushLimit))

@@ -34,6 +34,8 @@ public final class HandOffInbox<Item: Sendable>: Sendable {
         waiting.withLock { $0.count } + count <= capacity ? handOff : nil
     }
 
+    public var isEmpty: Bool { waiting.withLock { $0.isEmpty } }
+
     public func add(_ items: [Item]) {
         guard !items.isEmpty else { return }
         waiting.withLock { $0 += items }

@@ -14,7 +14,8 @@ struct IngestController<Context: RequestContext>: Sendable {
     let metrics: RelayMetrics
     /// Refuses new events while the backlog is past its limit; nil: no limit.
     let backlog: BacklogLimit?
-    let workCreated: @Sendable () -> Void
+    /// Told of each new event, with whether it was handed to this process's verify worker.
+    let workCreated: @Sendable (_ handedOff: Bool) -> Void
     let summary = IngestSummary()
 
     func addRoutes(to router: Router<Context>) {
@@ -96,7 +97,7 @@ struct IngestController<Context: RequestContext>: Sendable {
                 detail: "an event with id \"\(event.id)\" was already received with a different body"
             )
         }
-        if !receipt.isDuplicate { workCreated() }
+        if !receipt.isDuplicate { workCreated(receipt.handedOff) }
         // One line per event only at debug: at info, `summary` reports the counts now and then.
         context.logger.debug(receipt.isDuplicate ? "event received again" : "event accepted", metadata: [
             "event.id": "\(event.id)", "user.id": "\(event.userID)",

@@ -56,7 +56,7 @@ public func buildRouter(servesAPI: Bool = true, _ dependencies: HTTPDependencies
     let workCreated = dependencies.workCreated
     IngestController(
         store: dependencies.store, ingestSecrets: dependencies.ingestSecrets, now: dependencies.now, metrics: dependencies.metrics,
-        backlog: dependencies.backlog, workCreated: { workCreated(.verification) }
+        backlog: dependencies.backlog, workCreated: { handedOff in workCreated(handedOff ? .verificationHandedOff : .verification) }
     ).addRoutes(to: router)
     SecurityEventsController(
         store: dependencies.store, receiver: dependencies.securityEvents, authorizer: dependencies.authorizer,

@@ -41,11 +41,15 @@ extension PostgresEventStore {
         String(decoding: try JSONEncoder().encode(rows), as: UTF8.self)
     }
 
-    /// The positions a batch statement answers with (`SELECT position, handed_off …`): the
-    /// rows it wrote, each with the deliveries it leased to the hand-off's owner.
-    static func positions<Rows: AsyncSequence>(_ rows: Rows) async throws -> [Int: [Int64]] where Rows.Element == (Int, [Int64]?) {
-        var positions: [Int: [Int64]] = [:]
-        for try await (position, handedOff) in rows { positions[position] = handedOff ?? [] }
+    /// The positions a batch statement answers with (`SELECT position, handed_off,
+    /// made_work_due`): the rows it wrote, each with the deliveries it leased to the
+    /// hand-off's owner and whether the batch left deliveries due for a claim.
+    static func positions<Rows: AsyncSequence>(_ rows: Rows) async throws -> [Int: FinishedWork]
+    where Rows.Element == (Int, [Int64]?, Bool) {
+        var positions: [Int: FinishedWork] = [:]
+        for try await (position, handedOff, madeWorkDue) in rows {
+            positions[position] = FinishedWork(kept: true, handedOff: handedOff ?? [], madeWorkDue: madeWorkDue)
+        }
         return positions
     }
 
@@ -54,10 +58,10 @@ extension PostgresEventStore {
     /// off: the whole batch at once, or, if that fails as a whole (a deadlock, a lost
     /// connection, one item's bad value), each item alone, so each caller gets its own answer.
     static func writeLeased<Item>(
-        _ items: [Item], _ what: String, logger: Logger, _ statement: ([Item]) async throws -> [Int: [Int64]]
+        _ items: [Item], _ what: String, logger: Logger, _ statement: ([Item]) async throws -> [Int: FinishedWork]
     ) async -> [Result<FinishedWork, any Error>] {
-        func answer(_ written: [Int: [Int64]], _ position: Int) -> FinishedWork {
-            written[position].map { FinishedWork(kept: true, handedOff: $0) } ?? FinishedWork(kept: false)
+        func answer(_ written: [Int: FinishedWork], _ position: Int) -> FinishedWork {
+            written[position] ?? FinishedWork(kept: false, madeWorkDue: false)
         }
         do {
             let written = try await statement(items)

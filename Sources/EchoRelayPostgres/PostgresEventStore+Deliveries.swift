@@ -102,7 +102,7 @@ extension PostgresEventStore: DeliveryStore {
     /// ours, each with the delivery it handed off.
     private static func recordStatement(
         _ attempts: [RecordedAttempt], on connection: PostgresConnection, logger: Logger
-    ) async throws -> [Int: [Int64]] {
+    ) async throws -> [Int: FinishedWork] {
         let rows = try jsonRows(attempts.enumerated().map(RecordedAttempt.Row.init))
         let result = try await connection.execute(RecordAttemptsStatement(rows: rows), logger: logger)
         return try await positions(result)
@@ -358,13 +358,14 @@ struct RecordAttemptsStatement: PostgresPreparedStatement {
                 updated_at = CASE WHEN c.gone_reason IS NOT NULL THEN now() ELSE s.updated_at END
             FROM changing c WHERE s.id = c.id
         )
-        SELECT u.position, ARRAY(SELECT n.id FROM unparked n WHERE n.position = u.position AND n.lease_owner IS NOT NULL)
+        SELECT u.position, ARRAY(SELECT n.id FROM unparked n WHERE n.position = u.position AND n.lease_owner IS NOT NULL),
+               EXISTS (SELECT 1 FROM unparked n WHERE n.lease_owner IS NULL)
         FROM updated u
         """
 
     static let bindingDataTypes: [PostgresDataType] = [.text]
 
-    typealias Row = (Int, [Int64]?)
+    typealias Row = (Int, [Int64]?, Bool)
 
     var rows: String
 

@@ -76,7 +76,7 @@ extension PostgresEventStore {
     /// delivery workers inside its own transaction.
     private static func finishRound(
         _ finishes: [VerificationFinish], on connection: PostgresConnection, wakePayload: String?, logger: Logger
-    ) async throws -> [Int: [Int64]] {
+    ) async throws -> [Int: FinishedWork] {
         let rows = try jsonRows(finishes.enumerated().map(VerificationFinish.Row.init))
         let result = try await connection.execute(FinishRoundStatement(rows: rows, wakePayload: wakePayload), logger: logger)
         return try await positions(result)
@@ -295,14 +295,16 @@ struct FinishRoundStatement: PostgresPreparedStatement {
                    WHERE p.subscription_id = d.subscription_id AND p.user_id = d.user_id
                      AND p.sequence < d.sequence AND p.status = 'pending'
                    LIMIT 1) IS NULL
+            RETURNING d.id
         )
-        SELECT f.position, ARRAY(SELECT o.id FROM fanned_out o WHERE o.event_id = f.event_id AND o.lease_owner IS NOT NULL)
+        SELECT f.position, ARRAY(SELECT o.id FROM fanned_out o WHERE o.event_id = f.event_id AND o.lease_owner IS NOT NULL),
+               EXISTS (SELECT 1 FROM fanned_out WHERE parked_at IS NULL AND lease_owner IS NULL) OR EXISTS (SELECT 1 FROM unparked)
         FROM finished f CROSS JOIN (SELECT count(*) FROM woken) sent
         """
 
     static let bindingDataTypes: [PostgresDataType] = [.text, .text]
 
-    typealias Row = (Int, [Int64]?)
+    typealias Row = (Int, [Int64]?, Bool)
 
     var rows: String
     var wakePayload: String?

@@ -91,18 +91,20 @@ public struct PostgresEventStore: EventStore {
             var fresh = firstOccurrences
             var storedBefore = repeated
             let stored: [String: Int64]
+            var handedOff = false
             do {
-                stored = try await insert(fresh.map { events[$0] }, on: connection, wakePayload: wakePayload, handOffs: handOffs, logger: logger)
+                (stored, handedOff) = try await insert(fresh.map { events[$0] }, on: connection, wakePayload: wakePayload, handOffs: handOffs, logger: logger)
             } catch let error as PSQLError where error.isUniqueViolation(constraint: "events_pkey") {
                 // Retries among them: those are answered from their rows below; the rest go again.
                 let existing = try await storedRows(ids: fresh.map { events[$0].id }, on: connection, logger: logger)
                 storedBefore += fresh.filter { existing[events[$0].id] != nil }
                 fresh.removeAll { existing[events[$0].id] != nil }
-                stored = fresh.isEmpty ? [:] : try await insert(fresh.map { events[$0] }, on: connection, wakePayload: wakePayload, handOffs: handOffs, logger: logger)
+                (stored, handedOff) = fresh.isEmpty ? ([:], false)
+                    : try await insert(fresh.map { events[$0] }, on: connection, wakePayload: wakePayload, handOffs: handOffs, logger: logger)
             }
             for index in fresh {
                 if let sequence = stored[events[index].id] {
-                    results[index] = .success(IngestReceipt(id: events[index].id, sequence: sequence, isDuplicate: false))
+                    results[index] = .success(IngestReceipt(id: events[index].id, sequence: sequence, isDuplicate: false, handedOff: handedOff))
                 } else {
                     storedBefore.append(index)
                 }
@@ -132,8 +134,9 @@ public struct PostgresEventStore: EventStore {
         logger: Logger
     ) async throws -> IngestReceipt {
         do {
-            if let sequence = try await insert([event], on: connection, wakePayload: wakePayload, handOffs: handOffs, logger: logger)[event.id] {
-                return IngestReceipt(id: event.id, sequence: sequence, isDuplicate: false)
+            let (stored, handedOff) = try await insert([event], on: connection, wakePayload: wakePayload, handOffs: handOffs, logger: logger)
+            if let sequence = stored[event.id] {
+                return IngestReceipt(id: event.id, sequence: sequence, isDuplicate: false, handedOff: handedOff)
             }
         } catch let error as PSQLError where error.isUniqueViolation(constraint: "events_pkey") {
             // Stored before (a retry), or by another process at the same moment: answered from its row below.
@@ -145,11 +148,11 @@ public struct PostgresEventStore: EventStore {
 
     /// Runs `IngestStatement`: the sequence of each event; an id stored before fails it as a
     /// whole. With room in `handOffs`, the work items are leased to this process's verify
-    /// worker as they are written, and the tasks go to it once committed.
+    /// worker as they are written, and the tasks go to it once committed (`handedOff`).
     private static func insert(
         _ events: [IncomingEvent], on connection: PostgresConnection, wakePayload: String?, handOffs: VerificationInbox?,
         logger: Logger
-    ) async throws -> [String: Int64] {
+    ) async throws -> (sequences: [String: Int64], handedOff: Bool) {
         let handOff = handOffs?.request(count: events.count)
         var stored: [String: (sequence: Int64, workItem: Int64)] = [:]
         stored.reserveCapacity(events.count)
@@ -166,7 +169,7 @@ public struct PostgresEventStore: EventStore {
                 }
             })
         }
-        return stored.mapValues(\.sequence)
+        return (stored.mapValues(\.sequence), handOffs != nil && handOff != nil)
     }
 
     /// The first receipt for a retried `id`, or a conflict if the body differs.

@@ -155,7 +155,7 @@ public enum EchoRelayServer {
             echoTimeout: configuration.echo.timeout, wake: wake, configuration: workerConfiguration,
             owner: processID, ready: schemaReady,
             // Other processes are woken by the outcome's own statement (`wakeOnOutcomes`).
-            deliveriesCreated: { deliveryWake.wake() }, handOffs: handOffs, verificationHandOffs: verificationHandOffs,
+            deliveriesCreated: { claim in deliveryWake.wake(claim: claim) }, handOffs: handOffs, verificationHandOffs: verificationHandOffs,
             metrics: metrics, logger: logger
         )
         let deliveryWorker = DeliveryWorker(
@@ -198,6 +198,8 @@ public enum EchoRelayServer {
                 switch kind {
                 case .verification:
                     wake.wake()
+                case .verificationHandedOff:
+                    wake.wake(claim: false)
                 case .delivery:
                     deliveryWake.wake()
                     announce()

@@ -1,27 +1,41 @@
 import Synchronization
 
 /// When a worker that was handed work also claims: River's producer fetches again only after
-/// a full fetch; here also when nothing was handed over (a wake from elsewhere, the poll) and
-/// once a poll interval, for work only a claim finds (lapsed leases, retries come due, other
-/// processes' work).
+/// a full fetch; here also when a wake asked for a claim (work made due that nobody was
+/// handed, another process's notice) and once a poll interval, for work only a claim finds
+/// (lapsed leases, retries come due). A wake for hand-offs alone costs no claim.
 final class ClaimPacing: Sendable {
-    private let state = Mutex<(at: ContinuousClock.Instant?, full: Bool)>((nil, false))
+    private struct State {
+        var at: ContinuousClock.Instant?
+        var full = false
+        /// A claim was asked for and has not run yet (no room at the time): it runs next.
+        var asked = false
+    }
+
+    private let state = Mutex(State())
 
     /// The handed-over items, then, when a claim is due and slots are left of `free`, what
     /// `claim` takes for the rest.
+    /// - asked: whether a wake since the last call asked for a claim.
     func after<Item>(
-        _ handed: [Item], free: Int, every interval: Duration, claim: (_ room: Int) async throws -> [Item]
+        _ handed: [Item], free: Int, every interval: Duration, asked: Bool, claim: (_ room: Int) async throws -> [Item]
     ) async throws -> [Item] {
         let room = free - handed.count
-        guard room > 0, handed.isEmpty || due(every: interval) else { return handed }
-        let claimed = try await claim(room)
-        state.withLock { $0 = (ContinuousClock.now, claimed.count == room) }
-        return handed + claimed
-    }
-
-    private func due(every interval: Duration) -> Bool {
-        state.withLock { state in
-            state.full || state.at.map { ContinuousClock.now - $0 >= interval } ?? true
+        let due = state.withLock { state in
+            state.asked = state.asked || asked
+            let due = room > 0 && (state.asked || state.full || state.at.map { ContinuousClock.now - $0 >= interval } ?? true)
+            if due { state.asked = false }
+            return due
         }
+        guard due else { return handed }
+        let claimed: [Item]
+        do {
+            claimed = try await claim(room)
+        } catch {
+            state.withLock { $0.asked = true }  // the loop tries again after its back-off
+            throw error
+        }
+        state.withLock { $0.at = ContinuousClock.now; $0.full = claimed.count == room }
+        return handed + claimed
     }
 }

@@ -115,14 +115,16 @@ public struct DeliveryWorker: Service, CustomStringConvertible {
 
     /// What to send next: the deliveries handed off to this process first — those of a
     /// subscription at its cap wait in the inbox for one of its deliveries to end — then a
-    /// claim for the rest of the free slots, when nothing was handed off (a wake from
-    /// elsewhere, the poll), or the last claim came back full, or a poll interval has passed.
+    /// claim for the rest of the free slots, when a wake asked for one (work made due that
+    /// nobody was handed, another process's notice), or the last claim came back full, or a
+    /// poll interval has passed.
     /// Deliveries of one event go out as a group whose attempts are written together.
     func nextDeliveries(upTo free: Int) async throws -> [Outgoing] {
+        let asked = wake.takeClaimRequest()
         let loaded = try await store.leasedDeliveries(ids: handOffs.take(upTo: free), owner: owner)
         let (handed, waiting) = inFlight.admit(loaded, cap: configuration.perSubscriptionConcurrency)
         handOffs.putBack(waiting.map(\.deliveryID))
-        let tasks = try await claims.after(handed, free: free, every: configuration.pollInterval) { room in
+        let tasks = try await claims.after(handed, free: free, every: configuration.pollInterval, asked: asked) { room in
             let claimed = try await store.claimDeliveries(owner: owner, limit: room, lease: configuration.lease,
                                                           perSubscriptionCap: configuration.perSubscriptionConcurrency,
                                                           answered: answered.all)
@@ -173,9 +175,9 @@ public struct DeliveryWorker: Service, CustomStringConvertible {
     /// window re-checked about 5,000 parked deliveries a second (30–120 ms a sweep).
     static let parkRaceWindow: TimeInterval = 5
 
-    /// Sends one delivery and records the attempt (with its siblings'). True when the delivery
-    /// became final, so the next one of its queue, parked behind it, may be due now.
-    func deliver(_ outgoing: Outgoing, client: WebhookClient) async -> Bool {
+    /// Sends one delivery and records the attempt (with its siblings'), and says what it left
+    /// for the loop to send next.
+    func deliver(_ outgoing: Outgoing, client: WebhookClient) async -> WorkLeft {
         let task = outgoing.task
         var logger = self.logger
         logger[metadataKey: "event.id"] = "\(task.eventID)"
@@ -201,7 +203,7 @@ public struct DeliveryWorker: Service, CustomStringConvertible {
         if Task.isCancelled {
             outgoing.siblings?.abandon()
             await Task { try? await store.releaseDelivery(task, owner: owner) }.value
-            return false
+            return .nothing
         }
 
         let result: DeliveryAttemptResult
@@ -220,16 +222,17 @@ public struct DeliveryWorker: Service, CustomStringConvertible {
         )
         let record = AttemptRecord(task: task, attempt: attempt, next: next)
         let recorded = if let siblings = outgoing.siblings { await siblings.record(record) } else { await writeAttempts([record])[0] }
+        let written: FinishedWork
         do {
-            let written = try recorded.get()
+            written = try recorded.get()
             guard written.kept else {
                 logger.warning("lease lost before the attempt was recorded; another worker has the delivery")
-                return false
+                return .nothing
             }
             handOffs.add(written.handedOff)
         } catch {
             logger.error("recording the delivery attempt failed", metadata: ["error": "\(error)"])
-            return false
+            return .nothing
         }
         metrics.deliveryAttempted(outcome: next.outcome, duration: attempt.duration)
         let outcome = switch next {
@@ -252,7 +255,11 @@ public struct DeliveryWorker: Service, CustomStringConvertible {
                 "subscription.disabled": "\(disabled ?? "no")",
             ])
         }
-        return next.status != .pending
+        // The loop looks again when there is something to take: due deliveries only a claim
+        // finds, or deliveries in the inbox (this record's successors, or ones that waited for
+        // their subscription's slot). A final delivery with neither must not cost a claim.
+        if written.madeWorkDue { return .forClaim }
+        return handOffs.isEmpty ? .nothing : .inInbox
     }
 
     /// Standard Webhooks headers: a stable id, a fresh timestamp and one signature per active secret.

@@ -95,7 +95,7 @@ final class SiblingAttempts: Sendable {
 
     private func flush(_ entries: [(record: AttemptRecord, waiter: Waiter)]) async {
         guard !entries.isEmpty else { return }
-        let results = await write(entries.map(\.record))
+        let results = await write(entries.map { $0.record })
         for (index, entry) in entries.enumerated() {
             entry.waiter.resume(returning: index < results.count ? results[index] : .failure(GroupCommitError.missingResult))
         }

@@ -37,8 +37,9 @@ public struct VerifyWorker: Service, CustomStringConvertible {
     let owner: String
     /// Opens once the schema is ready; the worker claims nothing before.
     let ready: Gate
-    /// Called after a verification that may have created deliveries committed.
-    let deliveriesCreated: @Sendable () -> Void
+    /// Called after a verification committed that left deliveries to send: in this process's
+    /// inbox (`claim` false), or due where only a claim finds them (`claim` true).
+    let deliveriesCreated: @Sendable (_ claim: Bool) -> Void
     /// Where the deliveries an outcome leases to this process go (nil: none are handed off).
     let handOffs: DeliveryInbox?
     /// Events this process's ingest handed to it, leased already (nil: none).
@@ -51,7 +52,7 @@ public struct VerifyWorker: Service, CustomStringConvertible {
     public init(
         store: any EventStore, policy: EchoPolicy, echoTimeout: Duration, wake: WakeSignal,
         configuration: VerifyWorkerConfiguration, owner: String, ready: Gate = Gate(open: true),
-        deliveriesCreated: @escaping @Sendable () -> Void = {}, handOffs: DeliveryInbox? = nil,
+        deliveriesCreated: @escaping @Sendable (_ claim: Bool) -> Void = { _ in }, handOffs: DeliveryInbox? = nil,
         verificationHandOffs: VerificationInbox? = nil, metrics: RelayMetrics = RelayMetrics(), logger: Logger
     ) {
         self.handOffs = handOffs
@@ -88,12 +89,14 @@ public struct VerifyWorker: Service, CustomStringConvertible {
                             shutdownGrace: configuration.shutdownGrace, wake: wake, logger: logger)
         await loop.run(until: stopped) { free in
             // The events ingest handed over first, then a claim for the rest when it is due.
-            try await claims.after(verificationHandOffs?.take(upTo: free) ?? [], free: free, every: configuration.pollInterval) { room in
+            let asked = wake.takeClaimRequest()
+            return try await claims.after(verificationHandOffs?.take(upTo: free) ?? [], free: free, every: configuration.pollInterval,
+                                          asked: asked) { room in
                 try await store.claimVerifications(owner: owner, limit: room, lease: configuration.lease)
             }
         } process: { task in
             await process(task, client: client)
-            return false  // its deliveries wake the delivery workers (`deliveriesCreated`), not this loop
+            return .nothing  // its deliveries wake the delivery workers (`deliveriesCreated`), not this loop
         }
     }
 
@@ -164,7 +167,13 @@ public struct VerifyWorker: Service, CustomStringConvertible {
                 summary.count("events.\(outcome.status.rawValue)", logger: self.logger)
                 metrics.verificationFinished(status: outcome.status, reason: outcome.reason.rawValue)
                 handOffs?.add(written.handedOff)
-                if outcome.status == .verified { deliveriesCreated() }
+                // The delivery worker looks when there is something for it: due deliveries only a
+                // claim finds, or deliveries in its inbox. Waking it for nothing costs a claim.
+                if written.madeWorkDue {
+                    deliveriesCreated(true)
+                } else if !(handOffs?.isEmpty ?? true) {
+                    deliveriesCreated(false)
+                }
             } else {
                 logger.warning("lease lost before the outcome was recorded; another worker has the event")
             }

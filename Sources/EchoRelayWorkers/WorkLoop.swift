@@ -5,9 +5,9 @@ import Synchronization
 /// The claim-and-process loop both workers share: keeps up to `concurrency` items in
 /// flight, claims as many as there are free slots in one batch once at least a quarter of
 /// the slots are free, and when nothing is due waits for a wake-up or the poll interval.
-/// A finished item wakes it only when there may be something to claim: the last claim came
-/// back full, or the item made more work due (`process` returns true), as River's producer
-/// fetches again only after a full fetch. Once stopped, in-flight items get
+/// A finished item wakes it only when there is something to take: the last claim came back
+/// full, the item made work due that a claim finds, or it left work in the inbox (`WorkLeft`),
+/// as River's producer fetches again only after a full fetch. Once stopped, in-flight items get
 /// `shutdownGrace` to finish; then they are cancelled, and each hands its item back.
 struct WorkLoop: Sendable {
     let concurrency: Int
@@ -19,7 +19,7 @@ struct WorkLoop: Sendable {
     func run<Item: Sendable>(
         until stopped: @escaping @Sendable () -> Bool,
         claim: @escaping @Sendable (Int) async throws -> [Item],
-        process: @escaping @Sendable (Item) async -> Bool
+        process: @escaping @Sendable (Item) async -> WorkLeft
     ) async {
         let inFlight = Counter()
         let lastClaimFull = Switch()
@@ -38,9 +38,13 @@ struct WorkLoop: Sendable {
                         for item in items {
                             inFlight.add(1)
                             group.addTask {
-                                let madeWorkDue = await process(item)
+                                let left = await process(item)
                                 inFlight.add(-1)
-                                if madeWorkDue || lastClaimFull.isOn || stopped() { wake.wake() }
+                                if left == .forClaim || lastClaimFull.isOn || stopped() {
+                                    wake.wake()
+                                } else if left == .inInbox {
+                                    wake.wake(claim: false)
+                                }
                             }
                         }
                         if items.count == free { continue }  // there may be more due right now
@@ -83,6 +87,15 @@ func unlessStopped<Result: Sendable>(
         guard let result = try await group.next() ?? nil else { throw CancellationError() }
         return result
     }
+}
+
+/// What a finished item leaves for its loop, which looks again only when there is something.
+enum WorkLeft: Sendable {
+    case nothing
+    /// Work handed to this process's inbox: the loop takes it without a claim.
+    case inInbox
+    /// Work made due that only a claim finds.
+    case forClaim
 }
 
 /// A count shared between the claim loop and the tasks it starts.

@@ -50,6 +50,62 @@ import Testing
         }
     }
 
+    /// `madeWorkDue` tells the worker whether a claim must look: false when everything that
+    /// may go was handed over, true when a write left due deliveries unleased.
+    @Test func aWriteSaysWhetherItLeftDueDeliveriesThatOnlyAClaimFinds() async throws {
+        try await Self.withStore { store, _ in
+            _ = try await store.subscribe(ordered: true)
+            for (id, user) in [("a1", "a"), ("a2", "a"), ("b1", "b")] { try await store.ingest(id, user: user) }
+            let handOff = HandOff(owner: "p1", lease: .seconds(60))
+            let tasks = try await store.claimVerifications(owner: "p1", limit: 10, lease: .seconds(60))
+            let byEvent = Dictionary(uniqueKeysWithValues: tasks.map { ($0.eventID, $0) })
+            let a1 = try await store.finishVerification(try #require(byEvent["a1"]), owner: "p1",
+                                                        outcome: Self.verified(try #require(byEvent["a1"])), handOff: handOff)
+            #expect(a1.kept && a1.handedOff.count == 1)
+            #expect(!a1.madeWorkDue, "its one delivery was handed over")
+            let b1 = try await store.finishVerification(try #require(byEvent["b1"]), owner: "p1",
+                                                        outcome: Self.verified(try #require(byEvent["b1"])), handOff: nil)
+            #expect(b1.kept && b1.handedOff.isEmpty)
+            #expect(b1.madeWorkDue, "without a hand-off its delivery is due for a claim")
+            // a2 is still awaiting verification: a1's delivery ending unparks nothing yet.
+            let a1Task = try #require(try await store.leasedDeliveries(ids: a1.handedOff, owner: "p1").first)
+            let attempt = DeliveryAttempt(startedAt: Date(), duration: .milliseconds(3), statusCode: 200, errorKind: nil,
+                                          error: nil, responseHead: nil)
+            let ended = try await store.recordDeliveryAttempt(a1Task, owner: "p1", attempt: attempt, next: .delivered,
+                                                              disableAfter: .seconds(86_400), handOff: handOff)
+            #expect(ended.kept && ended.handedOff.isEmpty)
+            #expect(!ended.madeWorkDue, "nothing was parked behind it")
+            let a2 = try await store.finishVerification(try #require(byEvent["a2"]), owner: "p1",
+                                                        outcome: Self.verified(try #require(byEvent["a2"])), handOff: handOff)
+            #expect(a2.handedOff.count == 1, "a1's delivery has ended: a2's is a head, handed over")
+            #expect(!a2.madeWorkDue)
+            #expect(try await store.claimAllDeliveries().map(\.eventID) == ["b1"], "only b1's, as its write said")
+        }
+    }
+
+    @Test func anEndedDeliveryWhoseSuccessorWaitsForAnEarlierVerificationLeavesItForAClaim() async throws {
+        try await Self.withStore { store, _ in
+            // a2 stays unverified: a3's delivery must wait for its outcome, whatever a1's does.
+            _ = try await store.subscribe(ordered: true)
+            for id in ["a1", "a2", "a3"] { try await store.ingest(id, user: "a") }
+            let handOff = HandOff(owner: "p1", lease: .seconds(60))
+            let tasks = try await store.claimVerifications(owner: "p1", limit: 10, lease: .seconds(60))
+            let byEvent = Dictionary(uniqueKeysWithValues: tasks.map { ($0.eventID, $0) })
+            var handed: [Int64] = []
+            for id in ["a1", "a3"] {
+                let task = try #require(byEvent[id])
+                handed += try await store.finishVerification(task, owner: "p1", outcome: Self.verified(task), handOff: handOff).handedOff
+            }
+            let a1Task = try #require(try await store.leasedDeliveries(ids: handed, owner: "p1").first { $0.eventID == "a1" })
+            let attempt = DeliveryAttempt(startedAt: Date(), duration: .milliseconds(3), statusCode: 200, errorKind: nil,
+                                          error: nil, responseHead: nil)
+            let ended = try await store.recordDeliveryAttempt(a1Task, owner: "p1", attempt: attempt, next: .delivered,
+                                                              disableAfter: .seconds(86_400), handOff: handOff)
+            #expect(ended.handedOff.isEmpty, "a3 waits for a2's verification: not leased")
+            #expect(ended.madeWorkDue, "a3 was unparked for the claim to decide")
+        }
+    }
+
     @Test func aHandedOffDeliveryWhoseProcessDiedIsClaimedByAnotherWithItsWebhookID() async throws {
         try await Self.withStore { store, _ in
             _ = try await store.subscribe(ordered: true)
@@ -77,14 +133,14 @@ import Testing
                 // not let one lapse before the steps that rely on it being held.
                 let inbox = VerificationInbox(handOff: HandOff(owner: "p1", lease: .seconds(8)), capacity: 1)
                 let store = PostgresEventStore(client: client, logger: TestLogger.quiet, verificationHandOffs: inbox)
-                try await store.ingest("e1", user: "u")
+                #expect(try await store.ingest("e1", user: "u").handedOff, "its receipt says so: no claim is needed")
                 let handed = inbox.take(upTo: 10)
                 #expect(handed.map(\.eventID) == ["e1"])
                 #expect(handed.first?.echo != nil, "the worker gets the echo credentials in memory")
                 #expect(try await store.claimVerifications(owner: "p2", limit: 10, lease: .seconds(60)).isEmpty, "leased to p1")
 
                 try await store.ingest("e2", user: "u")
-                try await store.ingest("e3", user: "u")
+                #expect(try await !store.ingest("e3", user: "u").handedOff, "its receipt says a claim must find it")
                 #expect(inbox.take(upTo: 10).map(\.eventID) == ["e2"], "no room for e3: it is left to a claim")
                 #expect(try await store.claimVerifications(owner: "p2", limit: 10, lease: .seconds(60)).map(\.eventID) == ["e3"])
 

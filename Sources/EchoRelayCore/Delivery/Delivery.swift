@@ -146,14 +146,18 @@ public struct DeliveryRecord: Sendable, Equatable {
 }
 
 /// What a write of finished work answered: whether the lease was still ours (else nothing
-/// was written), and the deliveries it leased to the hand-off's owner, to send now.
+/// was written), the deliveries it leased to the hand-off's owner, to send now, and whether
+/// it made other deliveries due without leasing them, which only a claim picks up.
 public struct FinishedWork: Sendable, Equatable {
     public var kept: Bool
     public var handedOff: [Int64]
+    /// True when a claim should look: a store that cannot tell says true.
+    public var madeWorkDue: Bool
 
-    public init(kept: Bool, handedOff: [Int64] = []) {
+    public init(kept: Bool, handedOff: [Int64] = [], madeWorkDue: Bool = true) {
         self.kept = kept
         self.handedOff = handedOff
+        self.madeWorkDue = madeWorkDue
     }
 }
 

@@ -22,13 +22,14 @@ public enum EchoOutcomeRules {
         guard case .response(let status, let body) = answer else { return .retry }
         if status >= 500 || status == 429 { return .retry }
 
-        let errorCodes = Self.errorCodes(in: body)
+        let parsed = try? JSONValue.parse(body)  // once: both readers below look at it
+        let errorCodes = Self.errorCodes(in: parsed)
         // 135: the signed timestamp is outside the provider's window; fresh headers are needed.
         if errorCodes.contains(135) { return .final(.unverifiable(.timestampOutOfWindow)) }
 
         switch status {
         case 200:
-            guard let account = Self.account(in: body) else { return .final(.rejected(.unreadableResponse)) }
+            guard let account = Self.account(in: parsed) else { return .final(.rejected(.unreadableResponse)) }
             guard account.id == task.userID else {
                 return .final(.init(status: .rejected, reason: .userMismatch, providerUserID: account.id,
                                     providerPhoneNumber: account.phone))
@@ -65,8 +66,8 @@ public enum EchoOutcomeRules {
     }
 
     /// `{"errors":[{"code":N,…}]}` → [N].
-    static func errorCodes(in body: [UInt8]) -> [Int] {
-        guard case .object(let object)? = try? JSONValue.parse(body), case .array(let errors)? = object["errors"] else { return [] }
+    static func errorCodes(in body: JSONValue?) -> [Int] {
+        guard case .object(let object)? = body, case .array(let errors)? = object["errors"] else { return [] }
         return errors.compactMap { error in
             guard case .object(let fields) = error else { return nil }
             switch fields["code"] {
@@ -81,8 +82,8 @@ public enum EchoOutcomeRules {
     /// or phone number with a NUL character is no account: both are stored with the outcome,
     /// and a value the database refuses would leave the outcome unrecordable, so the event
     /// would be asked about again at every lease, forever.
-    static func account(in body: [UInt8]) -> (id: String, phone: String?)? {
-        guard case .object(let object)? = try? JSONValue.parse(body) else { return nil }
+    static func account(in body: JSONValue?) -> (id: String, phone: String?)? {
+        guard case .object(let object)? = body else { return nil }
         let id: String
         switch (object["id_str"], object["id"]) {
         case (.string(let text)?, _) where !text.isEmpty: id = text
