@@ -257,8 +257,13 @@ public struct DeliveryWorker: Service, CustomStringConvertible {
         }
         // The loop looks again when there is something to take: due deliveries only a claim
         // finds, or deliveries in the inbox (this record's successors, or ones that waited for
-        // their subscription's slot). A final delivery with neither must not cost a claim.
-        if written.madeWorkDue { return .forClaim }
+        // their subscription's slot). A delivery's end also frees its subscription's slot, and
+        // a claim made while that slot was taken may have left due deliveries behind it, so a
+        // final one lets the next claim in (a backlog drains one claim per slot freed). Tried:
+        // claiming only when a subscription had been at its cap since the last claim; the
+        // process's own view of the cap lags the database's, and a 13,500-event backlog took
+        // 27 s to drain instead of 10.
+        if written.madeWorkDue || next.status != .pending { return .forClaim }
         return handOffs.isEmpty ? .nothing : .inInbox
     }
 
