@@ -37,8 +37,8 @@ extension PostgresEventStore {
 
     /// The rows of a batch as one JSON text, bound as `jsonb` and read with
     /// `jsonb_to_recordset`: one statement however many rows. Each row carries its position.
-    static func jsonRows<Row: Encodable>(_ rows: [Row]) throws -> String {
-        String(decoding: try JSONEncoder().encode(rows), as: UTF8.self)
+    static func jsonRows<Row: JSONRow>(_ rows: [Row]) -> String {
+        JSONRowsWriter.text(rows)
     }
 
     /// The positions a batch statement answers with (`SELECT position, handed_off,

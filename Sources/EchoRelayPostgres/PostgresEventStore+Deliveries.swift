@@ -103,7 +103,7 @@ extension PostgresEventStore: DeliveryStore {
     private static func recordStatement(
         _ attempts: [RecordedAttempt], on connection: PostgresConnection, logger: Logger
     ) async throws -> [Int: FinishedWork] {
-        let rows = try jsonRows(attempts.enumerated().map(RecordedAttempt.Row.init))
+        let rows = jsonRows(attempts.enumerated().map(RecordedAttempt.Row.init))
         let result = try await connection.execute(RecordAttemptsStatement(rows: rows), logger: logger)
         return try await positions(result)
     }
@@ -200,7 +200,8 @@ struct RecordedAttempt: Sendable {
     let disableAfter: Duration
     let handOff: HandOff?
 
-    struct Row: Encodable {
+    /// Encodable for the test that checks `write(to:)` against `JSONEncoder`.
+    struct Row: Encodable, JSONRow {
         let position: Int
         let delivery_id: Int64
         let owner: String
@@ -246,6 +247,27 @@ struct RecordedAttempt: Sendable {
             overdue = recorded.disableAfter.seconds
             hand_owner = recorded.handOff?.owner
             hand_lease = recorded.handOff?.lease.seconds
+        }
+
+        func write(to row: inout JSONRowsWriter) {
+            row.add("position", position)
+            row.add("delivery_id", delivery_id)
+            row.add("owner", owner)
+            row.add("status", status)
+            row.add("delay", delay)
+            row.add("started_at", started_at)
+            row.add("duration_ms", duration_ms)
+            row.add("status_code", status_code)
+            row.add("error_kind", error_kind)
+            row.add("error", error)
+            row.add("response_head", response_head)
+            row.add("subscription_id", subscription_id)
+            row.add("user_id", user_id)
+            row.add("effect", effect)
+            row.add("gone_reason", gone_reason)
+            row.add("overdue", overdue)
+            row.add("hand_owner", hand_owner)
+            row.add("hand_lease", hand_lease)
         }
     }
 }

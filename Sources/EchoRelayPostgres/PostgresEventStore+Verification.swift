@@ -77,7 +77,7 @@ extension PostgresEventStore {
     private static func finishRound(
         _ finishes: [VerificationFinish], on connection: PostgresConnection, wakePayload: String?, logger: Logger
     ) async throws -> [Int: FinishedWork] {
-        let rows = try jsonRows(finishes.enumerated().map(VerificationFinish.Row.init))
+        let rows = jsonRows(finishes.enumerated().map(VerificationFinish.Row.init))
         let result = try await connection.execute(FinishRoundStatement(rows: rows, wakePayload: wakePayload), logger: logger)
         return try await positions(result)
     }
@@ -152,7 +152,8 @@ struct VerificationFinish: Sendable {
     let outcome: VerificationOutcome
     let handOff: HandOff?
 
-    struct Row: Encodable {
+    /// Encodable for the test that checks `write(to:)` against `JSONEncoder`.
+    struct Row: Encodable, JSONRow {
         let position: Int
         let item: Int64
         let owner: String
@@ -196,6 +197,27 @@ struct VerificationFinish: Sendable {
             user_phone = deactivates ? nil : outcome.providerPhoneNumber
             hand_owner = finish.handOff?.owner
             hand_lease = finish.handOff?.lease.seconds
+        }
+
+        func write(to row: inout JSONRowsWriter) {
+            row.add("position", position)
+            row.add("item", item)
+            row.add("owner", owner)
+            row.add("event_id", event_id)
+            row.add("user_id", user_id)
+            row.add("sequence", sequence)
+            row.add("type", type)
+            row.add("occurred_at", occurred_at)
+            row.add("status", status)
+            row.add("reason", reason)
+            row.add("verified", verified)
+            row.add("provider_user_id", provider_user_id)
+            row.add("provider_phone", provider_phone)
+            row.add("token_hash", token_hash)
+            row.add("state", state)
+            row.add("user_phone", user_phone)
+            row.add("hand_owner", hand_owner)
+            row.add("hand_lease", hand_lease)
         }
     }
 }
