@@ -6,7 +6,8 @@
 # SUBS=2 ROLE=all (the whole pipeline, as the e2e part). Prints serve's CPU and context
 # switches per event and the top statements. DRAIN=1 also times the drain after an
 # overload; PERF=1 records serve with perf to PERF_OUT (default /tmp/stages-perf.data);
-# EXTRA_ENV passes settings to serve. Run it inside a private server:
+# EXTRA_ENV passes settings to serve; SETUP_SQL runs after the migration (an experiment on the
+# schema, such as an index dropped). Run it inside a private server:
 #
 #     ECHORELAY_PG_DURABLE=1 RATE=400 SUBS=2 scripts/with-postgres Benchmarks/e2e/stages.bash
 set -euo pipefail
@@ -19,6 +20,7 @@ DBURL=$(python3 -c 'import sys, urllib.parse as u; p = u.urlsplit(sys.argv[1]); 
 psql -Xq "$BASE" -c "DROP DATABASE IF EXISTS echorelay_stages" -c "CREATE DATABASE echorelay_stages"
 ECHORELAY_DATABASE_URL="$DBURL" $BIN migrate --log-level error >/dev/null
 psql -Xq "$DBURL" -c "CREATE EXTENSION IF NOT EXISTS pg_stat_statements"
+[[ -z "${SETUP_SQL:-}" ]] || psql -Xq -v ON_ERROR_STOP=1 "$DBURL" -c "$SETUP_SQL"
 W=$(mktemp -d); mkdir -p $W/tmp
 fp() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 PP=$(fp); SP=$(fp); PORT=$(fp)
@@ -64,4 +66,4 @@ sleep 3
 t1=$(ticks $SV); s1=$(sw $SV); a1=$EPOCHREALTIME
 python3 -c "n=$N; print(f'RATE=$RATE SUBS=$SUBS ROLE=$ROLE serve cpu ms/event={($t1-$t0)/100*1000/n:.3f} switches/event={($s1-$s0)/n:.1f} window={$a1-$a0:.1f}s')"
 echo "delivered: $(wc -l <$W/subscriber-a.log) $(wc -l <$W/subscriber-b.log)"
-psql -XAt -F $'\t' "$DBURL" -c "SELECT calls, rows, round(total_exec_time::numeric,1), left(regexp_replace(query,'\s+',' ','g'),90) FROM pg_stat_statements ORDER BY calls DESC LIMIT 12"
+psql -XAt -F $'\t' "$DBURL" -c "SELECT calls, rows, round(total_exec_time::numeric,1), round((total_exec_time / nullif(calls, 0))::numeric, 3), left(regexp_replace(query,'\s+',' ','g'),90) FROM pg_stat_statements ORDER BY calls DESC LIMIT 12"
