@@ -169,7 +169,7 @@ public struct PostgresEventStore: EventStore {
                 }
             })
         }
-        return (stored.mapValues(\.sequence), handOffs != nil && handOff != nil)
+        return (stored.mapValues(\.sequence), handOff != nil)  // a hand-off is only asked of an inbox
     }
 
     /// The first receipt for a retried `id`, or a conflict if the body differs.
