@@ -14,6 +14,13 @@ public struct Migration: Sendable {
         self.sql = sql
     }
 
+    /// Whether the file starts with `-- echorelay: foreign keys off`: SQLite's migrator then
+    /// turns foreign-key enforcement off around it (a table made again, whose drop would
+    /// otherwise cascade) and checks every foreign key before it commits.
+    public var turnsForeignKeysOff: Bool {
+        sql.hasPrefix("-- echorelay: foreign keys off\n")
+    }
+
     public var checksum: String {
         SHA256.hash(data: Data(sql.utf8)).map { String(format: "%02x", $0) }.joined()
     }

@@ -20,6 +20,7 @@ public enum SchemaFiles {
         File(version: 8, name: "008_no_jit.sql", sql: text(PackageResources._08_no_jit_sql)),
         File(version: 9, name: "009_recent_events.sql", sql: text(PackageResources._09_recent_events_sql)),
         File(version: 10, name: "010_security_events.sql", sql: text(PackageResources._10_security_events_sql)),
+        File(version: 11, name: "011_event_types.sql", sql: text(PackageResources._11_event_types_sql)),
     ]
 
     /// SQLite migrations for the embedded store, in the order they apply. Their names carry
@@ -31,6 +32,7 @@ public enum SchemaFiles {
         File(version: 4, name: "004_sqlite_backlog.sql", sql: text(PackageResources._04_sqlite_backlog_sql)),
         File(version: 5, name: "005_sqlite_recent_events.sql", sql: text(PackageResources._05_sqlite_recent_events_sql)),
         File(version: 6, name: "006_sqlite_security_events.sql", sql: text(PackageResources._06_sqlite_security_events_sql)),
+        File(version: 7, name: "007_sqlite_event_types.sql", sql: text(PackageResources._07_sqlite_event_types_sql)),
     ]
 
     private static func text(_ bytes: [UInt8]) -> String {

@@ -60,11 +60,12 @@ extension IncomingEvent {
         }
 
         var phoneNumber: String?
+        let phoneRequired = type?.descriptor.phoneNumber == .required
         switch fields.data {
         case nil, .null?:
-            if type == .phoneChanged { problems.list.append(.init(field: "data", reason: "is required for phone.changed")) }
+            if let type, phoneRequired { problems.list.append(.init(field: "data", reason: "is required for \(type.rawValue)")) }
         case .object?:
-            if type == .phoneChanged || fields.phoneNumber != nil {
+            if phoneRequired || fields.phoneNumber != nil {
                 phoneNumber = problems.string("data.phone_number", fields.phoneNumber, check: EventFieldRules.phoneNumberProblem)
             }
         case let other?:

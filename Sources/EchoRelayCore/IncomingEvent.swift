@@ -22,7 +22,7 @@ public struct IncomingEvent: Sendable {
     public var type: EventType
     public var userID: String
     public var occurredAt: Date
-    /// `data.phone_number` as pushed (required for `phone.changed`, kept if present otherwise).
+    /// `data.phone_number` as pushed (required where the type's descriptor says so, kept if present otherwise).
     public var phoneNumber: String?
     public var echo: EchoCredentials
     /// SHA-256 of the body's canonical JSON: the same `id` with the same fingerprint is a

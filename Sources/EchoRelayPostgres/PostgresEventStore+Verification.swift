@@ -179,7 +179,7 @@ struct VerificationFinish: Sendable {
         init(_ position: Int, _ finish: VerificationFinish) {
             let task = finish.task, outcome = finish.outcome
             self.position = position
-            let deactivates = task.type == .accountDeactivated
+            let stateAfter = task.type.descriptor.userStateAfter
             item = task.workItemID
             owner = finish.owner
             event_id = task.eventID
@@ -193,8 +193,8 @@ struct VerificationFinish: Sendable {
             provider_user_id = outcome.providerUserID
             provider_phone = outcome.providerPhoneNumber
             token_hash = outcome.confirmedTokenHash.map { Data($0).base64EncodedString() }
-            state = (deactivates ? UserState.State.deactivated : .active).rawValue
-            user_phone = deactivates ? nil : outcome.providerPhoneNumber
+            state = stateAfter.rawValue
+            user_phone = stateAfter == .deactivated ? nil : outcome.providerPhoneNumber
             hand_owner = finish.handOff?.owner
             hand_lease = finish.handOff?.lease.seconds
         }

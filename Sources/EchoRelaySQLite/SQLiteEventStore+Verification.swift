@@ -80,8 +80,8 @@ extension SQLiteEventStore {
                 """, [task.userID, Blob(hash), db.now])
         }
         if verified {
-            let state: UserState.State = task.type == .accountDeactivated ? .deactivated : .active
-            let phone = task.type == .accountDeactivated ? nil : outcome.providerPhoneNumber
+            let state = task.type.descriptor.userStateAfter
+            let phone = state == .deactivated ? nil : outcome.providerPhoneNumber
             // Only a newer sequence moves the state: a late older event changes nothing.
             try await db.run("""
                 INSERT INTO users (user_id, state, phone_number, last_sequence, last_event_at, updated_at)

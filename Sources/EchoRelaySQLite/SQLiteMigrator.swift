@@ -29,17 +29,37 @@ struct SQLiteMigrator {
             logger.info("applying migration", metadata: [
                 "migration.version": "\(migration.version)", "migration.name": "\(migration.name)",
             ])
-            try await db.transaction {
-                for statement in SQLScript.statements(migration.sql) {
-                    try await db.run(statement)
+            if migration.turnsForeignKeysOff {
+                // Only outside a transaction does the pragma take effect; it is turned back on
+                // whatever happens.
+                try await db.run("PRAGMA foreign_keys = OFF")
+                do {
+                    try await apply(migration, db)
+                } catch {
+                    try await db.run("PRAGMA foreign_keys = ON")
+                    throw error
                 }
-                try await db.run(
-                    "INSERT INTO schema_migrations (version, name, checksum, applied_at) VALUES (?1, ?2, ?3, ?4)",
-                    [migration.version, migration.name, migration.checksum, db.now]
-                )
+                try await db.run("PRAGMA foreign_keys = ON")
+            } else {
+                try await apply(migration, db)
             }
         }
         return pending.map(\.version)
+    }
+
+    private func apply(_ migration: Migration, _ db: SQLiteDB) async throws {
+        try await db.transaction {
+            for statement in SQLScript.statements(migration.sql) {
+                try await db.run(statement)
+            }
+            if migration.turnsForeignKeysOff, let broken = try await db.rows("PRAGMA foreign_key_check").first {
+                throw SQLiteMigrationError.foreignKeyBroken(version: migration.version, table: try broken.string(0))
+            }
+            try await db.run(
+                "INSERT INTO schema_migrations (version, name, checksum, applied_at) VALUES (?1, ?2, ?3, ?4)",
+                [migration.version, migration.name, migration.checksum, db.now]
+            )
+        }
     }
 
     /// The versions not applied yet. Throws if an applied migration was edited or is unknown.
@@ -58,5 +78,18 @@ struct SQLiteMigrator {
             applied[try row.int(0)] = try row.string(1)
         }
         return applied
+    }
+}
+
+/// A migration run with foreign keys off left a row whose reference no longer holds; it was
+/// rolled back.
+enum SQLiteMigrationError: Error, CustomStringConvertible {
+    case foreignKeyBroken(version: Int, table: String)
+
+    var description: String {
+        switch self {
+        case .foreignKeyBroken(let version, let table):
+            "migration \(version) would leave a row of \(table) referring to a row that does not exist; nothing was changed"
+        }
     }
 }

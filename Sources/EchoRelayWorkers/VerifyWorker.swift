@@ -136,7 +136,7 @@ public struct VerifyWorker: Service, CustomStringConvertible {
 
         do {
             var tokenKnown = false
-            if task.type == .accountDeactivated, case .response(401, _) = answer, let hash = target.tokenHash {
+            if task.type.descriptor.evidence == .sessionEnded, case .response(401, _) = answer, let hash = target.tokenHash {
                 tokenKnown = try await store.isTokenConfirmed(userID: task.userID, tokenHash: hash)
             }
             switch EchoOutcomeRules.decide(task: task, target: target, answer: answer, tokenKnownForUser: tokenKnown) {

@@ -37,7 +37,7 @@ struct EventsCommand: AsyncParsableCommand {
         @Option(help: ArgumentHelp("The user whose events to list; without it, every user's.", valueName: "user-id"))
         var user: String?
 
-        @Option(help: ArgumentHelp("Only events of this type: token.rotated, phone.changed or account.deactivated. Repeatable.", valueName: "type"))
+        @Option(help: ArgumentHelp("Only events of this type: \(EventType.namesInProse). Repeatable.", valueName: "type"))
         var type: [String] = []
 
         @Option(help: ArgumentHelp("Only events with this status: pending, verified, rejected or unverifiable. Repeatable.", valueName: "status"))

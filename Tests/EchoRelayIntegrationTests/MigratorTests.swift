@@ -40,6 +40,21 @@ import TestSupport
         }
     }
 
+    /// The event types are the code's registry's (011_event_types.sql): the schema lists none,
+    /// so adding a type to the registry needs no migration.
+    @Test func theSchemaTakesAnEventTypeItWasNeverTold() async throws {
+        try await TestDatabase.withFresh { database in
+            try await database.withClient { client async throws in
+                try await Migrator(client: client, logger: TestLogger.quiet).migrate()
+                try await client.query("""
+                    INSERT INTO events (id, user_id, sequence, type, occurred_at, received_at, fingerprint)
+                    VALUES ('evt_new_type', 'user-1', 1, 'email.changed', now(), now(), '\\x00'::bytea)
+                    """)
+                #expect(try await client.count("events") == 1)
+            }
+        }
+    }
+
     @Test func refusesADatabaseWhereAnAppliedMigrationWasEdited() async throws {
         try await TestDatabase.withFresh { database in
             try await database.withClient { client async throws in

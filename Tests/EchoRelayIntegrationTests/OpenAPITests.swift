@@ -62,6 +62,21 @@ import TestSupport
         #expect(workers == ["GET /healthz", "GET /readyz", "GET /metrics"])
     }
 
+    /// The document's event types are the registry's (`EventType.registry`), with what each
+    /// descriptor says: a push's `data` required or not, and what a delivery's `data` holds.
+    @Test func theDocumentsEventTypesAreTheRegistrys() throws {
+        let described = try Self.describedDocument().event_types
+        let names = EventType.allCases.map(\.rawValue)
+        #expect(described.enum == names)
+        #expect(described.webhooks.keys.sorted() == names.sorted(), "one webhook per type")
+        for type in EventType.allCases {
+            let data = type.descriptor.deliversPhoneNumber ? ["phone_number", "previous_phone_number"] : []
+            #expect(described.webhooks[type.rawValue] == .init(type: type.rawValue, data: data), "the \(type) webhook")
+        }
+        #expect(described.data_required == EventType.allCases.filter { $0.descriptor.phoneNumber == .required }.map(\.rawValue))
+        #expect(described.data_optional == EventType.allCases.filter { $0.descriptor.phoneNumber == .optional }.map(\.rawValue))
+    }
+
     /// The router of a process, built exactly as `serve` builds it; nothing connects to the
     /// database (the client never runs), since only the route table is read.
     static func router(servesAPI: Bool) -> Router<EchoRelayRequestContext> {
@@ -475,6 +490,19 @@ import TestSupport
         let openapi: String
         /// `[METHOD, path template]`.
         let operations: [[String]]
+        let event_types: EventTypes
+    }
+
+    /// Where the document names event types (`event_types` in scripts/openapi-check).
+    struct EventTypes: Decodable {
+        struct Webhook: Decodable, Equatable {
+            let type: String?
+            let data: [String]
+        }
+        let `enum`: [String]
+        let webhooks: [String: Webhook]
+        let data_required: [String]
+        let data_optional: [String]
     }
 
     static func describedDocument() throws -> Document {

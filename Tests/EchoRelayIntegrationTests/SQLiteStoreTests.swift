@@ -125,6 +125,51 @@ import Glibc
         }
     }
 
+    /// 007 makes the events table again without its CHECK on type, with foreign keys off: every
+    /// event and delivery stays, the deliveries still refer to their events (a delete still
+    /// cascades), foreign keys are on again after, and a type the schema was never told of fits.
+    @Test func theEventTypesMigrationKeepsEveryRowAndReferenceAndDropsTheTypeCheck() async throws {
+        try await withTemporaryPath { path in
+            let store = try await SQLiteEventStore.open(path: path, logger: TestLogger.quiet)
+            try await store.migrate(Migration.sqlite.filter { $0.version < 7 })
+            _ = try await store.createSubscription(
+                SubscriptionFields(url: "https://app.example/hook", eventTypes: [.tokenRotated], ordered: true),
+                ownerTokenID: nil, secret: "whsec_c2VjcmV0")
+            _ = try await store.ingest(IncomingEvent(
+                id: "evt_1", type: .tokenRotated, userID: "user-1", occurredAt: Date(), phoneNumber: nil,
+                echo: EchoCredentials(serviceProvider: "https://api.example/verify", authorization: Secret("OAuth x")),
+                fingerprint: Array(repeating: 1, count: 32)))
+            let task = try #require(try await store.claimVerifications(owner: "w1", limit: 1, lease: .seconds(60)).first)
+            #expect(try await store.finishVerification(task, owner: "w1", outcome: .init(
+                status: .verified, reason: .providerConfirmed, providerUserID: "user-1")))
+            let before = try await store.deliveries(eventID: "evt_1").count
+            #expect(before == 1)
+
+            #expect(try await store.migrate() == [7])
+            let stored = try #require(try await store.event(id: "evt_1"))
+            #expect(stored.status == .verified && stored.type == .tokenRotated && stored.sequence == 1)
+            #expect(try await store.deliveries(eventID: "evt_1").count == before)
+            let (foreignKeys, broken, indexes) = try await store.session.read { db in
+                (try await db.row("PRAGMA foreign_keys")?.int(0),
+                 try await db.rows("PRAGMA foreign_key_check").count,
+                 try await db.rows("SELECT name FROM sqlite_schema WHERE type = 'index' AND tbl_name = 'events' AND sql IS NOT NULL ORDER BY name")
+                    .map { try $0.string(0) })
+            }
+            #expect(foreignKeys == 1 && broken == 0)
+            #expect(indexes == ["events_exceptions", "events_pending_user", "events_received"])
+            let remaining = try await store.session.read { db in
+                try await db.run("""
+                    INSERT INTO events (id, user_id, sequence, type, occurred_at, received_at, fingerprint)
+                    VALUES ('evt_new_type', 'user-1', 2, 'email.changed', 0, 0, x'00')
+                    """)
+                try await db.run("DELETE FROM events WHERE id = 'evt_1'")
+                return try await db.row("SELECT count(*) FROM deliveries")?.int(0)
+            }
+            #expect(remaining == 0, "deleting the event cascades to its delivery")
+            try await store.close()
+        }
+    }
+
     @Test func settingsKeepTheFirstValueAcrossRestarts() async throws {
         try await withTemporaryPath { path in
             let store = try await SQLiteEventStore.open(path: path, logger: TestLogger.quiet)

@@ -36,7 +36,7 @@ public struct DeliveryBody: Hashable, Sendable {
     public func bytes() -> [UInt8] {
         var out = CanonicalJSONWriter(capacity: 320)
         out.appendLiteral("{\"data\":{")
-        if type == .phoneChanged {
+        if type.descriptor.deliversPhoneNumber {
             out.appendLiteral("\"phone_number\":")
             if let phoneNumber { out.appendString(phoneNumber) } else { out.appendLiteral("null") }
             if let previousPhoneNumber {

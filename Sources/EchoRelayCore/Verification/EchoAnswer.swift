@@ -39,18 +39,18 @@ public enum EchoOutcomeRules {
                 .final(.init(status: status, reason: reason, providerUserID: account.id,
                              providerPhoneNumber: account.phone, confirmedTokenHash: target.tokenHash))
             }
-            switch task.type {
-            case .tokenRotated:
+            switch task.type.descriptor.evidence {
+            case .sessionAlive:
                 return outcome(.verified, .providerConfirmed)
-            case .phoneChanged:
+            case .sessionAliveShowingPushedPhone:
                 return account.phone != nil && account.phone == task.pushedPhoneNumber
                     ? outcome(.verified, .providerConfirmed) : outcome(.rejected, .phoneMismatch)
-            case .accountDeactivated:
+            case .sessionEnded:
                 // The account is alive: a forged deactivation must never log a user out.
                 return outcome(.rejected, .accountActive)
             }
         case 401 where errorCodes.contains(89):
-            guard task.type == .accountDeactivated else { return .final(.rejected(.tokenInvalid)) }
+            guard task.type.descriptor.evidence == .sessionEnded else { return .final(.rejected(.tokenInvalid)) }
             return tokenKnownForUser
                 ? .final(.init(status: .verified, reason: .knownTokenExpired, providerUserID: task.userID))
                 : .final(.rejected(.unknownToken))
