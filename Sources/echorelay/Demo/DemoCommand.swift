@@ -100,7 +100,7 @@ struct DemoCommand: AsyncParsableCommand {
             "no API token: set ECHORELAY_TOKEN (or pass --token) to an admin token",
             hint: "`echorelay serve --demo` prints one on the embedded store's first run (ECHORELAY_TOKEN=er_…); or an operator makes one: echorelay tokens create --role admin --name demo"
         ))
-        guard let secretText = Setting.list(ingestSecret, "ECHORELAY_INGEST_SECRETS").first else {
+        guard let secretText = Setting.list(ingestSecret, ServeSettings.ingestSecrets).first else {
             throw ClientError(
                 "no ingest secret: set ECHORELAY_INGEST_SECRETS (or pass --ingest-secret) to the server's whsec_… secret",
                 hint: "`echorelay serve --demo` prints it on the embedded store's first run (ECHORELAY_INGEST_SECRETS=whsec_…); otherwise use the value the server was started with"
