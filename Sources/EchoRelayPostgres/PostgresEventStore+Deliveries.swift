@@ -379,9 +379,18 @@ struct RecordAttemptsStatement: PostgresPreparedStatement {
                     ELSE s.disabled_reason END,
                 updated_at = CASE WHEN c.gone_reason IS NOT NULL THEN now() ELSE s.updated_at END
             FROM changing c WHERE s.id = c.id
+        ), waiting AS (
+            -- Deliveries of these subscriptions that are due and leased to nobody: a claim
+            -- stopped by a subscription's cap left them, and the slots these attempts free let
+            -- the next claim take them. (A leased delivery's due_at is its lease's end.)
+            SELECT 1 FROM (SELECT DISTINCT subscription_id FROM kept) k
+            WHERE EXISTS (SELECT 1 FROM deliveries p
+                          WHERE p.subscription_id = k.subscription_id AND p.status = 'pending'
+                            AND p.parked_at IS NULL AND p.due_at <= now())
+            LIMIT 1
         )
         SELECT u.position, ARRAY(SELECT n.id FROM unparked n WHERE n.position = u.position AND n.lease_owner IS NOT NULL),
-               EXISTS (SELECT 1 FROM unparked n WHERE n.lease_owner IS NULL)
+               EXISTS (SELECT 1 FROM unparked n WHERE n.lease_owner IS NULL) OR EXISTS (SELECT 1 FROM waiting)
         FROM updated u
         """
 

@@ -51,7 +51,8 @@ import Testing
     }
 
     /// `madeWorkDue` tells the worker whether a claim must look: false when everything that
-    /// may go was handed over, true when a write left due deliveries unleased.
+    /// may go was handed over, true when a write left due deliveries unleased or, for an
+    /// attempt, its subscription has due deliveries leased to nobody.
     @Test func aWriteSaysWhetherItLeftDueDeliveriesThatOnlyAClaimFinds() async throws {
         try await Self.withStore { store, _ in
             _ = try await store.subscribe(ordered: true)
@@ -73,13 +74,19 @@ import Testing
                                           error: nil, responseHead: nil)
             let ended = try await store.recordDeliveryAttempt(a1Task, owner: "p1", attempt: attempt, next: .delivered,
                                                               disableAfter: .seconds(86_400), handOff: handOff)
-            #expect(ended.kept && ended.handedOff.isEmpty)
-            #expect(!ended.madeWorkDue, "nothing was parked behind it")
+            #expect(ended.kept && ended.handedOff.isEmpty, "nothing was parked behind it")
+            #expect(ended.madeWorkDue, "b1's delivery is due in the same subscription, leased to nobody: the freed slot is its")
             let a2 = try await store.finishVerification(try #require(byEvent["a2"]), owner: "p1",
                                                         outcome: Self.verified(try #require(byEvent["a2"])), handOff: handOff)
             #expect(a2.handedOff.count == 1, "a1's delivery has ended: a2's is a head, handed over")
             #expect(!a2.madeWorkDue)
             #expect(try await store.claimAllDeliveries().map(\.eventID) == ["b1"], "only b1's, as its write said")
+
+            // Every delivery is now leased: an end leaves nothing for a claim.
+            let a2Task = try #require(try await store.leasedDeliveries(ids: a2.handedOff, owner: "p1").first)
+            let last = try await store.recordDeliveryAttempt(a2Task, owner: "p1", attempt: attempt, next: .delivered,
+                                                             disableAfter: .seconds(86_400), handOff: handOff)
+            #expect(last.kept && !last.madeWorkDue, "nothing due is left to nobody")
         }
     }
 

@@ -147,7 +147,8 @@ public struct DeliveryRecord: Sendable, Equatable {
 
 /// What a write of finished work answered: whether the lease was still ours (else nothing
 /// was written), the deliveries it leased to the hand-off's owner, to send now, and whether
-/// it made other deliveries due without leasing them, which only a claim picks up.
+/// deliveries are due that only a claim picks up: ones it made due without leasing them, or,
+/// for delivery attempts, ones of the same subscriptions left to nobody.
 public struct FinishedWork: Sendable, Equatable {
     public var kept: Bool
     public var handedOff: [Int64]
