@@ -20,8 +20,227 @@ public enum EchoRelayServer {
         _ configuration: ServerConfiguration, logger: Logger,
         onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) async throws -> App {
-        let location = try DatabaseLocation.parse(configuration.databaseURL)
-        var ingestSecrets = try configuration.ingestSecrets.map { secret in
+        let checked = try CheckedSettings(configuration)
+        checked.logSecurity(configuration, logger: logger)
+        let securityEvents = securityEventReceiver(configuration, logger: logger)
+        let (metrics, metricsRegistry) = makeMetrics()
+        let processID = "\(ProcessInfo.processInfo.hostName):\(ProcessInfo.processInfo.processIdentifier):\(UUID().uuidString.prefix(8))"
+        let wakes = Wakes()
+        // A process that ingests and verifies verifies what it ingests, without a claim.
+        let verificationHandOffs = configuration.role.runsWorkers && configuration.role.servesAPI
+            ? VerificationInbox(handOff: HandOff(owner: processID, lease: configuration.echo.lease),
+                                capacity: configuration.echo.concurrency)
+            : nil
+        let backend = try await StoreBackend.open(
+            checked.location, localWakes: [wakes.verify, wakes.delivery, wakes.replay], processID: processID,
+            sealer: checked.sealer, metrics: metrics, ingestWait: configuration.ingestWait,
+            // Only an ingest-only process stores work that other processes must be woken for.
+            ingestWakesOtherProcesses: !configuration.role.runsWorkers, verificationHandOffs: verificationHandOffs, logger: logger
+        )
+        let schemaReady = Gate(open: !configuration.migrateAtStart)
+        let ingestSecrets = try await prepareEmbeddedStore(backend, configuration, checked.ingestSecrets, schemaReady, logger: logger)
+        let workers = makeWorkers(configuration, store: backend.store, announce: backend.announce, wakes: wakes,
+                                  processID: processID, verificationHandOffs: verificationHandOffs, ready: schemaReady,
+                                  metrics: metrics, logger: logger)
+        // Only a process that takes ingest reads the backlog: it is what the gate protects.
+        let backlog = configuration.role.servesAPI ? configuration.backlogLimit.map(BacklogLimit.init) : nil
+        let backlogSampler: [any Service] = backlog.map { limit in
+            [BacklogSampler(store: backend.store, limit: limit, interval: configuration.backlogSampleInterval, ready: schemaReady,
+                            metrics: metrics, logger: logger)]
+        } ?? []
+        // The console is served with the API, so its expired sessions are swept there.
+        let sessionSweeper: [any Service] = configuration.role.servesAPI
+            ? [ConsoleSessionSweeper(store: backend.store, interval: configuration.consoleSessionSweepInterval, ready: schemaReady, logger: logger)]
+            : []
+        let router = buildRouter(servesAPI: configuration.role.servesAPI, HTTPDependencies(
+            store: backend.store,
+            subscriberURLPolicy: SubscriberURLPolicy(allowPrivate: configuration.delivery.allowPrivateSubscribers,
+                                                     allowList: configuration.delivery.privateSubscribers),
+            ingestSecrets: ingestSecrets,
+            authorizer: BearerAuthorizer(adminToken: configuration.adminToken, tokens: backend.store, logger: logger),
+            requestTimeout: configuration.requestTimeout, metrics: metrics, metricsRegistry: metricsRegistry,
+            backlog: backlog, securityEvents: securityEvents,
+            workCreated: { kind in wakes.workCreated(kind, announce: backend.announce) }
+        ))
+        var app = Application(
+            router: router,
+            server: .http1(configuration: .init(idleTimeout: TimeAmount(configuration.requestTimeout))),
+            configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "EchoRelay"),
+            // Started in this order and stopped in reverse: the server stops taking requests
+            // first, then the worker finishes what it holds, then the database client closes.
+            services: backend.services + backlogSampler + sessionSweeper + (configuration.role.runsWorkers ? workers : []),
+            onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? 0) },
+            logger: logger
+        )
+        if configuration.migrateAtStart, backend.sqlite == nil {
+            app.beforeServerStarts {
+                let applied = try await backend.migrate()
+                logger.info("database schema is current", metadata: ["migrations.applied": "\(applied.count)"])
+                schemaReady.open()
+            }
+        }
+        return app
+    }
+
+    /// This application's own registry: every counter it reports, shown at GET /metrics.
+    static func makeMetrics() -> (RelayMetrics, PrometheusCollectorRegistry) {
+        let registry = PrometheusCollectorRegistry()
+        var factory = PrometheusMetricsFactory(registry: registry)
+        factory.durationHistogramBuckets[RelayMetrics.deliveryAttemptDuration] = [
+            .milliseconds(5), .milliseconds(10), .milliseconds(25), .milliseconds(50), .milliseconds(100), .milliseconds(250),
+            .milliseconds(500), .seconds(1), .milliseconds(2500), .seconds(5), .seconds(10), .seconds(15), .seconds(30),
+        ]
+        factory.valueHistogramBuckets[RelayMetrics.commitBatchSize] = RelayMetrics.commitBatchSizeBuckets
+        return (RelayMetrics(factory: factory), registry)
+    }
+
+    /// Shared Signals: the transmitter's keys are fetched when the first SET names one.
+    static func securityEventReceiver(_ configuration: ServerConfiguration, logger: Logger) -> SecurityEventReceiver? {
+        guard configuration.role.servesAPI, let settings = configuration.securityEvents else { return nil }
+        logger.info("receiving Shared Signals at POST /v1/sets", metadata: [
+            "set.issuer": "\(settings.issuer)", "set.audience": "\(settings.audience)", "set.jwks_url": "\(settings.jwksURL)",
+            "set.push_token": "\(settings.pushToken == nil ? "not required" : "required")",
+        ])
+        if settings.allowHTTP {
+            logger.warning("ECHORELAY_SET_ALLOW_HTTP is on: the transmitter's keys may come over plain http; for local testing only")
+        }
+        return SecurityEventReceiver(settings: settings, keys: TransmitterKeys(refetchInterval: settings.keysRefetchInterval,
+                                                                              fetch: JWKSFetch.from(settings.jwksURL)))
+    }
+
+    /// The embedded store: one process owns the file, so it migrates before anything else, and
+    /// the first run keeps its generated secrets in the store. Answers the ingest secrets.
+    static func prepareEmbeddedStore(
+        _ backend: StoreBackend, _ configuration: ServerConfiguration, _ ingestSecrets: [WebhookSecret], _ schemaReady: Gate,
+        logger: Logger
+    ) async throws -> [WebhookSecret] {
+        guard let sqlite = backend.sqlite else {
+            if configuration.adminToken == nil {
+                logger.warning("ECHORELAY_ADMIN_TOKEN is not set: only tokens made with `echorelay tokens create` are accepted")
+            }
+            return ingestSecrets
+        }
+        do {
+            if configuration.migrateAtStart {
+                let applied = try await backend.migrate()
+                logger.info("embedded store is current", metadata: ["path": "\(sqlite.path)", "migrations.applied": "\(applied.count)"])
+                schemaReady.open()
+            }
+            let firstRun = try await FirstRun.prepare(
+                store: sqlite, ingestSecrets: ingestSecrets, adminToken: configuration.adminToken, logger: logger
+            )
+            firstRun.printWelcome(host: configuration.host, port: configuration.port)
+            return firstRun.ingestSecrets
+        } catch {
+            try? await sqlite.close()
+            throw error
+        }
+    }
+
+    /// The verify, delivery and replay workers, in the order they start.
+    static func makeWorkers(
+        _ configuration: ServerConfiguration, store: any EchoRelayStore, announce: @escaping @Sendable () -> Void, wakes: Wakes,
+        processID: String, verificationHandOffs: VerificationInbox?, ready: Gate, metrics: RelayMetrics, logger: Logger
+    ) -> [any Service] {
+        let verifying = VerifyWorkerConfiguration(configuration)
+        let delivering = DeliveryWorkerConfiguration(configuration)
+        // Both workers run in the same processes: what this process verifies, it delivers.
+        let handOffs = DeliveryWorker.inbox(owner: processID, configuration: delivering)
+        let verifyWorker = VerifyWorker(
+            store: store,
+            policy: EchoPolicy(allowedHosts: configuration.echo.allowedHosts, allowHTTP: configuration.echo.allowHTTP,
+                               consumerKey: configuration.echo.consumerKey),
+            echoTimeout: configuration.echo.timeout, wake: wakes.verify, configuration: verifying,
+            owner: processID, ready: ready,
+            // Other processes are woken by the outcome's own statement (`wakeOnOutcomes`).
+            deliveriesCreated: { claim in wakes.delivery.wake(claim: claim) }, handOffs: handOffs,
+            verificationHandOffs: verificationHandOffs, metrics: metrics, logger: logger
+        )
+        let deliveryWorker = DeliveryWorker(
+            store: store, wake: wakes.delivery, configuration: delivering, owner: processID, handOffs: handOffs,
+            ready: ready, metrics: metrics, logger: logger
+        )
+        let replayWorker = ReplayWorker(
+            store: store, rate: configuration.delivery.replayRate, wake: wakes.replay, pollInterval: configuration.echo.pollInterval,
+            ready: ready,
+            deliveriesCreated: {
+                wakes.delivery.wake()
+                announce()
+            },
+            logger: logger
+        )
+        if configuration.delivery.allowPrivateSubscribers {
+            logger.warning("ECHORELAY_ALLOW_PRIVATE_SUBSCRIBERS is on: subscribers may be private addresses over http; for local testing only")
+        }
+        return [verifyWorker, deliveryWorker, replayWorker]
+    }
+}
+
+/// The wake-ups of this process's workers.
+struct Wakes {
+    let verify = WakeSignal()
+    let delivery = WakeSignal()
+    let replay = WakeSignal()
+
+    /// Work an API call created: workers in this process at once. Workers elsewhere: an
+    /// ingest-only process's ingest statement notifies them itself; other work is announced
+    /// after its commit.
+    func workCreated(_ kind: WorkKind, announce: () -> Void) {
+        switch kind {
+        case .verification:
+            verify.wake()
+        case .verificationHandedOff:
+            verify.wake(claim: false)
+        case .delivery:
+            delivery.wake()
+            announce()
+        case .replay:
+            replay.wake()
+            announce()
+        }
+    }
+}
+
+extension VerifyWorkerConfiguration {
+    init(_ configuration: ServerConfiguration) {
+        self.init()
+        lease = configuration.echo.lease
+        retrySchedule = configuration.echo.retrySchedule
+        concurrency = configuration.echo.concurrency
+        pollInterval = configuration.echo.pollInterval
+        shutdownGrace = configuration.shutdownGrace
+    }
+}
+
+extension DeliveryWorkerConfiguration {
+    init(_ configuration: ServerConfiguration) {
+        self.init()
+        lease = configuration.echo.lease
+        timeout = configuration.delivery.timeout
+        retry = DeliveryRetryPolicy(schedule: configuration.delivery.retrySchedule)
+        disableAfter = configuration.delivery.disableAfter
+        pollInterval = configuration.echo.pollInterval
+        shutdownGrace = configuration.shutdownGrace
+        concurrency = configuration.delivery.concurrency
+        perSubscriptionConcurrency = configuration.delivery.perSubscriptionConcurrency
+        allowPrivateSubscribers = configuration.delivery.allowPrivateSubscribers
+        privateSubscribers = configuration.delivery.privateSubscribers
+        subscriberCAFile = configuration.delivery.subscriberCAFile
+        resolve = configuration.delivery.resolveSubscriber
+        siblingLinger = configuration.delivery.siblingLinger
+    }
+}
+
+/// The settings `serve` checks before it opens anything: where the data lives, the ingest
+/// secrets and the sealer of subscription secrets, each refused with the setting's name.
+struct CheckedSettings {
+    let location: DatabaseLocation
+    let ingestSecrets: [WebhookSecret]
+    let sealer: SecretSealer?
+
+    init(_ configuration: ServerConfiguration) throws {
+        location = try DatabaseLocation.parse(configuration.databaseURL)
+        ingestSecrets = try configuration.ingestSecrets.map { secret in
             do throws(WebhookSecretError) {
                 return try WebhookSecret(secret.revealed)
             } catch {
@@ -44,7 +263,7 @@ public enum EchoRelayServer {
         try configuration.delivery.validate(lease: configuration.echo.lease)
         try configuration.validateBacklog()
         try configuration.validateSecurityEvents()
-        let sealer = try configuration.secretKey.map { key in
+        sealer = try configuration.secretKey.map { key in
             do throws(SecretSealerError) {
                 return try SecretSealer(keys: key.revealed)
             } catch {
@@ -52,6 +271,10 @@ public enum EchoRelayServer {
                 throw ConfigurationError(setting: "ECHORELAY_SECRET_KEY", reason: String(error.description.trimmingPrefix("ECHORELAY_SECRET_KEY: ")))
             }
         }
+    }
+
+    /// Says at start how secrets are kept, and warns of settings meant only for testing.
+    func logSecurity(_ configuration: ServerConfiguration, logger: Logger) {
         if let sealer {
             logger.info("subscription secrets are sealed at rest", metadata: [
                 "secret_key.sealing": "\(sealer.sealingKeyID)", "secret_key.ids": "\(sealer.keyIDs.joined(separator: ","))",
@@ -63,170 +286,5 @@ public enum EchoRelayServer {
         if configuration.echo.allowHTTP {
             logger.warning("ECHORELAY_ECHO_ALLOW_HTTP is on: OAuth Echo may use plain http; for local testing only")
         }
-        // Shared Signals: the transmitter's keys are fetched when the first SET names one.
-        let securityEvents = configuration.role.servesAPI ? configuration.securityEvents.map { settings in
-            SecurityEventReceiver(settings: settings, keys: TransmitterKeys(refetchInterval: settings.keysRefetchInterval,
-                                                             fetch: JWKSFetch.from(settings.jwksURL)))
-        } : nil
-        if let settings = securityEvents?.settings {
-            logger.info("receiving Shared Signals at POST /v1/sets", metadata: [
-                "set.issuer": "\(settings.issuer)", "set.audience": "\(settings.audience)", "set.jwks_url": "\(settings.jwksURL)",
-                "set.push_token": "\(settings.pushToken == nil ? "not required" : "required")",
-            ])
-            if settings.allowHTTP {
-                logger.warning("ECHORELAY_SET_ALLOW_HTTP is on: the transmitter's keys may come over plain http; for local testing only")
-            }
-        }
-
-        // This application's own registry: every counter it reports, shown at GET /metrics.
-        let metricsRegistry = PrometheusCollectorRegistry()
-        var metricsFactory = PrometheusMetricsFactory(registry: metricsRegistry)
-        metricsFactory.durationHistogramBuckets[RelayMetrics.deliveryAttemptDuration] = [
-            .milliseconds(5), .milliseconds(10), .milliseconds(25), .milliseconds(50), .milliseconds(100), .milliseconds(250),
-            .milliseconds(500), .seconds(1), .milliseconds(2500), .seconds(5), .seconds(10), .seconds(15), .seconds(30),
-        ]
-        metricsFactory.valueHistogramBuckets[RelayMetrics.commitBatchSize] = RelayMetrics.commitBatchSizeBuckets
-        let metrics = RelayMetrics(factory: metricsFactory)
-
-        let processID = "\(ProcessInfo.processInfo.hostName):\(ProcessInfo.processInfo.processIdentifier):\(UUID().uuidString.prefix(8))"
-        let wake = WakeSignal()
-        let deliveryWake = WakeSignal()
-        let replayWake = WakeSignal()
-        // A process that ingests and verifies verifies what it ingests, without a claim.
-        let verificationHandOffs = configuration.role.runsWorkers && configuration.role.servesAPI
-            ? VerificationInbox(handOff: HandOff(owner: processID, lease: configuration.echo.lease),
-                                capacity: configuration.echo.concurrency)
-            : nil
-        let backend = try await StoreBackend.open(
-            location, localWakes: [wake, deliveryWake, replayWake], processID: processID, sealer: sealer, metrics: metrics, ingestWait: configuration.ingestWait,
-            // Only an ingest-only process stores work that other processes must be woken for.
-            ingestWakesOtherProcesses: !configuration.role.runsWorkers, verificationHandOffs: verificationHandOffs, logger: logger
-        )
-        let store = backend.store
-        let schemaReady = Gate(open: !configuration.migrateAtStart)
-        if let sqlite = backend.sqlite {
-            do {
-                // One process owns the file, so it migrates before anything else, and the
-                // first run can keep its generated secrets in the store.
-                if configuration.migrateAtStart {
-                    let applied = try await backend.migrate()
-                    logger.info("embedded store is current", metadata: ["path": "\(sqlite.path)", "migrations.applied": "\(applied.count)"])
-                    schemaReady.open()
-                }
-                let firstRun = try await FirstRun.prepare(
-                    store: sqlite, ingestSecrets: ingestSecrets, adminToken: configuration.adminToken, logger: logger
-                )
-                ingestSecrets = firstRun.ingestSecrets
-                firstRun.printWelcome(host: configuration.host, port: configuration.port)
-            } catch {
-                try? await sqlite.close()
-                throw error
-            }
-        } else if configuration.adminToken == nil {
-            logger.warning("ECHORELAY_ADMIN_TOKEN is not set: only tokens made with `echorelay tokens create` are accepted")
-        }
-        let announce = backend.announce
-        var workerConfiguration = VerifyWorkerConfiguration()
-        workerConfiguration.lease = configuration.echo.lease
-        workerConfiguration.retrySchedule = configuration.echo.retrySchedule
-        workerConfiguration.concurrency = configuration.echo.concurrency
-        workerConfiguration.pollInterval = configuration.echo.pollInterval
-        workerConfiguration.shutdownGrace = configuration.shutdownGrace
-        var deliveryConfiguration = DeliveryWorkerConfiguration()
-        deliveryConfiguration.lease = configuration.echo.lease
-        deliveryConfiguration.timeout = configuration.delivery.timeout
-        deliveryConfiguration.retry = DeliveryRetryPolicy(schedule: configuration.delivery.retrySchedule)
-        deliveryConfiguration.disableAfter = configuration.delivery.disableAfter
-        deliveryConfiguration.pollInterval = configuration.echo.pollInterval
-        deliveryConfiguration.shutdownGrace = configuration.shutdownGrace
-        deliveryConfiguration.concurrency = configuration.delivery.concurrency
-        deliveryConfiguration.perSubscriptionConcurrency = configuration.delivery.perSubscriptionConcurrency
-        deliveryConfiguration.allowPrivateSubscribers = configuration.delivery.allowPrivateSubscribers
-        deliveryConfiguration.privateSubscribers = configuration.delivery.privateSubscribers
-        deliveryConfiguration.subscriberCAFile = configuration.delivery.subscriberCAFile
-        deliveryConfiguration.resolve = configuration.delivery.resolveSubscriber
-        deliveryConfiguration.siblingLinger = configuration.delivery.siblingLinger
-        // Both workers run in the same processes: what this process verifies, it delivers.
-        let handOffs = DeliveryWorker.inbox(owner: processID, configuration: deliveryConfiguration)
-        let verifyWorker = VerifyWorker(
-            store: store,
-            policy: EchoPolicy(allowedHosts: configuration.echo.allowedHosts, allowHTTP: configuration.echo.allowHTTP,
-                               consumerKey: configuration.echo.consumerKey),
-            echoTimeout: configuration.echo.timeout, wake: wake, configuration: workerConfiguration,
-            owner: processID, ready: schemaReady,
-            // Other processes are woken by the outcome's own statement (`wakeOnOutcomes`).
-            deliveriesCreated: { claim in deliveryWake.wake(claim: claim) }, handOffs: handOffs, verificationHandOffs: verificationHandOffs,
-            metrics: metrics, logger: logger
-        )
-        let deliveryWorker = DeliveryWorker(
-            store: store, wake: deliveryWake, configuration: deliveryConfiguration, owner: processID, handOffs: handOffs,
-            ready: schemaReady,
-            metrics: metrics, logger: logger
-        )
-        let replayWorker = ReplayWorker(
-            store: store, rate: configuration.delivery.replayRate, wake: replayWake, pollInterval: configuration.echo.pollInterval,
-            ready: schemaReady,
-            deliveriesCreated: {
-                deliveryWake.wake()
-                announce()
-            },
-            logger: logger
-        )
-        if configuration.delivery.allowPrivateSubscribers {
-            logger.warning("ECHORELAY_ALLOW_PRIVATE_SUBSCRIBERS is on: subscribers may be private addresses over http; for local testing only")
-        }
-        // Only a process that takes ingest reads the backlog: it is what the gate protects.
-        let backlog = configuration.role.servesAPI ? configuration.backlogLimit.map(BacklogLimit.init) : nil
-        let backlogSampler = backlog.map { limit in
-            BacklogSampler(store: store, limit: limit, interval: configuration.backlogSampleInterval, ready: schemaReady,
-                           metrics: metrics, logger: logger)
-        }
-        // The console is served with the API, so its expired sessions are swept there.
-        let sessionSweeper: [any Service] = configuration.role.servesAPI
-            ? [ConsoleSessionSweeper(store: store, interval: configuration.consoleSessionSweepInterval, ready: schemaReady, logger: logger)]
-            : []
-        let router = buildRouter(servesAPI: configuration.role.servesAPI, HTTPDependencies(
-            store: store,
-            subscriberURLPolicy: SubscriberURLPolicy(allowPrivate: configuration.delivery.allowPrivateSubscribers,
-                                                     allowList: configuration.delivery.privateSubscribers),
-            ingestSecrets: ingestSecrets, authorizer: BearerAuthorizer(adminToken: configuration.adminToken, tokens: store, logger: logger),
-            requestTimeout: configuration.requestTimeout, metrics: metrics, metricsRegistry: metricsRegistry,
-            backlog: backlog, securityEvents: securityEvents,
-            workCreated: { kind in
-                // Workers in this process at once. Workers elsewhere: an ingest-only process's
-                // ingest statement notifies them itself; other work is announced after its commit.
-                switch kind {
-                case .verification:
-                    wake.wake()
-                case .verificationHandedOff:
-                    wake.wake(claim: false)
-                case .delivery:
-                    deliveryWake.wake()
-                    announce()
-                case .replay:
-                    replayWake.wake()
-                    announce()
-                }
-            }
-        ))
-        var app = Application(
-            router: router,
-            server: .http1(configuration: .init(idleTimeout: TimeAmount(configuration.requestTimeout))),
-            configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "EchoRelay"),
-            // Started in this order and stopped in reverse: the server stops taking requests
-            // first, then the worker finishes what it holds, then the database client closes.
-            services: backend.services + (backlogSampler.map { [$0] } ?? []) + sessionSweeper
-                + (configuration.role.runsWorkers ? [verifyWorker, deliveryWorker, replayWorker] : []),
-            onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? 0) },
-            logger: logger
-        )
-        if configuration.migrateAtStart, backend.sqlite == nil {
-            app.beforeServerStarts {
-                let applied = try await backend.migrate()
-                logger.info("database schema is current", metadata: ["migrations.applied": "\(applied.count)"])
-                schemaReady.open()
-            }
-        }
-        return app
     }
 }
