@@ -40,6 +40,12 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // The wire contract: the JSON bodies of the HTTP API, encoded by the handlers and
+        // decoded by the CLI; openapi.yaml is held to them by OpenAPITests.
+        .target(
+            name: "EchoRelayAPI",
+            swiftSettings: swiftSettings
+        ),
         // The numbered SQL migrations, embedded in the binary so a deployment is one file.
         .target(
             name: "EchoRelaySchema",
@@ -108,6 +114,7 @@ let package = Package(
             name: "EchoRelayHTTP",
             dependencies: [
                 "EchoRelayCore",
+                "EchoRelayAPI",
                 "EchoRelaySharedSignals",  // POST /v1/sets
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Prometheus", package: "swift-prometheus"),  // GET /metrics
@@ -145,6 +152,7 @@ let package = Package(
             name: "echorelay",
             dependencies: [
                 "EchoRelayCore",
+                "EchoRelayAPI",  // the bodies the support verbs decode
                 "EchoRelayServer",
                 "EchoRelaySharedSignals",  // serve's ECHORELAY_SET_* settings
                 "EchoRelaySchema",  // MigrationError, from `tokens`
@@ -204,6 +212,7 @@ let package = Package(
             name: "EchoRelayIntegrationTests",
             dependencies: [
                 "EchoRelayCore",
+                "EchoRelayAPI",
                 "EchoRelayWorkers",
                 "EchoRelayPostgres",
                 "EchoRelaySQLite",

@@ -1,3 +1,4 @@
+import EchoRelayAPI
 import EchoRelayCore
 import Foundation
 import HTTPTypes
@@ -40,7 +41,7 @@ struct SupportController<Context: RequestContext>: Sendable {
             query.limit = rows
             return try await store.timeline(query)
         }
-        return try JSONResponse.make(PageView("events", page, cursor: { String($0.event.sequence) }, view: TimelineEventView.init))
+        return try JSONResponse.make(PageView("events", page, cursor: { String($0.event.sequence) }, view: API.TimelineEvent.init))
     }
 
     /// Events of every user, newest received first, by type, status, reason, subscription
@@ -55,7 +56,7 @@ struct SupportController<Context: RequestContext>: Sendable {
             query.limit = rows
             return try await store.recentEvents(query)
         }
-        return try JSONResponse.make(PageView("events", page, cursor: { RecentEventsCursor(after: $0.event).text }, view: TimelineEventView.init))
+        return try JSONResponse.make(PageView("events", page, cursor: { RecentEventsCursor(after: $0.event).text }, view: API.TimelineEvent.init))
     }
 
     @Sendable func replay(_ request: Request, context: Context) async throws -> Response {
@@ -120,43 +121,6 @@ extension Problem {
                       detail: "no original delivery to a subscription that is not deleted (and enabled, unless named) matches"
                         + " this filter, so the replay would send nothing; a dry run (\"dry_run\": true) counts the matches")
         }
-    }
-}
-
-struct TimelineEventView: Encodable {
-    let entry: TimelineEntry
-
-    init(_ entry: TimelineEntry) {
-        self.entry = entry
-    }
-
-    enum CodingKeys: String, CodingKey {
-        case id, type, sequence, status, reason, deliveries
-        case userID = "user_id"
-        case occurredAt = "occurred_at"
-        case receivedAt = "received_at"
-        case decidedAt = "decided_at"
-        case verifiedAt = "verified_at"
-    }
-
-    func encode(to encoder: any Encoder) throws {
-        let event = entry.event
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(event.id, forKey: .id)
-        try container.encode(event.type.rawValue, forKey: .type)
-        try container.encode(event.userID, forKey: .userID)
-        try container.encode(event.sequence, forKey: .sequence)
-        try container.encode(event.status.rawValue, forKey: .status)
-        try container.encode(event.reason?.rawValue, forKey: .reason)
-        try container.encode(RFC3339.format(event.occurredAt), forKey: .occurredAt)
-        try container.encode(RFC3339.format(event.receivedAt), forKey: .receivedAt)
-        try container.encode(event.decidedAt.map(RFC3339.format), forKey: .decidedAt)
-        try container.encode(event.verifiedAt.map(RFC3339.format), forKey: .verifiedAt)
-        let summary = entry.deliveries
-        try container.encode([
-            "total": summary.total, "pending": summary.pending, "delivered": summary.delivered, "dead": summary.dead,
-            "cancelled": summary.cancelled, "replays": summary.replays,
-        ], forKey: .deliveries)
     }
 }
 

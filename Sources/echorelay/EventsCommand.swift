@@ -1,4 +1,5 @@
 import ArgumentParser
+import EchoRelayAPI
 import EchoRelayCore
 import Foundation
 
@@ -80,24 +81,24 @@ struct EventsCommand: AsyncParsableCommand {
             }
         }
 
-        static func table(_ events: [EventSummary]) -> String {
+        static func table(_ events: [API.TimelineEvent]) -> String {
             TextOutput.table(
                 ["SEQ", "ID", "TYPE", "STATUS", "RECEIVED", "DELIVERIES"],
                 events.map { event in
                     [String(event.sequence), event.id, event.type,
                      event.status + (event.reason.map { " (\($0))" } ?? ""),
-                     TextOutput.time(event.receivedAt), event.deliveries?.summary ?? "-"]
+                     TextOutput.time(event.received_at), event.deliveries.summary]
                 }
             )
         }
 
         /// Every user's events: the user and the sequence in their own columns.
-        static func everyUserTable(_ events: [EventSummary]) -> String {
+        static func everyUserTable(_ events: [API.TimelineEvent]) -> String {
             TextOutput.table(
                 ["RECEIVED", "USER", "SEQ", "ID", "TYPE", "STATUS", "DELIVERIES"],
                 events.map { event in
-                    [TextOutput.time(event.receivedAt), event.userID ?? "-", String(event.sequence), event.id, event.type,
-                     event.status + (event.reason.map { " (\($0))" } ?? ""), event.deliveries?.summary ?? "-"]
+                    [TextOutput.time(event.received_at), event.user_id, String(event.sequence), event.id, event.type,
+                     event.status + (event.reason.map { " (\($0))" } ?? ""), event.deliveries.summary]
                 }
             )
         }
@@ -118,23 +119,23 @@ struct EventsCommand: AsyncParsableCommand {
             try await client.run { api in
                 let answer = try await api.get(["v1", "events", id])
                 if client.json { return printJSON(answer.body) }
-                print(Self.text(try answer.decode(EventDetail.self)))
+                print(Self.text(try answer.decode(API.Event.self)))
             }
         }
 
-        static func text(_ event: EventDetail) -> String {
+        static func text(_ event: API.Event) -> String {
             var provider = "-"
             if let values = event.provider {
-                provider = "user \(TextOutput.orDash(values.userID)), phone \(TextOutput.orDash(values.phoneNumber))"
+                provider = "user \(TextOutput.orDash(values.user_id)), phone \(TextOutput.orDash(values.phone_number))"
             }
             var sections = [TextOutput.block([
-                ("event", event.id), ("type", event.type), ("user", event.userID), ("sequence", String(event.sequence)),
+                ("event", event.id), ("type", event.type), ("user", event.user_id), ("sequence", String(event.sequence)),
                 ("status", event.status), ("reason", TextOutput.orDash(event.reason)),
-                ("occurred at", event.occurredAt), ("received at", event.receivedAt),
-                ("decided at", TextOutput.orDash(event.decidedAt)), ("verified at", TextOutput.orDash(event.verifiedAt)),
+                ("occurred at", event.occurred_at), ("received at", event.received_at),
+                ("decided at", TextOutput.orDash(event.decided_at)), ("verified at", TextOutput.orDash(event.verified_at)),
                 ("provider", provider),
-            ] + (event.securityEvent.map { origin in
-                [("received as", "SET \(origin.jti) from \(origin.issuer), \(origin.eventType)")]
+            ] + (event.security_event.map { origin in
+                [("received as", "SET \(origin.jti) from \(origin.issuer), \(origin.event_type)")]
             } ?? []))]
             if event.deliveries.isEmpty {
                 sections.append("no deliveries")
@@ -142,18 +143,18 @@ struct EventsCommand: AsyncParsableCommand {
             for (index, delivery) in event.deliveries.enumerated() {
                 var lines = ["delivery \(index + 1) of \(event.deliveries.count)"]
                 lines.append(TextOutput.block([
-                    ("subscription", delivery.subscriptionID), ("replay", TextOutput.orDash(delivery.replayID)),
-                    ("webhook id", delivery.webhookID), ("status", delivery.status), ("created at", delivery.createdAt),
-                    ("finished at", TextOutput.orDash(delivery.finishedAt)),
-                    ("next try at", TextOutput.orDash(delivery.nextAttemptAt)),
+                    ("subscription", delivery.subscription_id), ("replay", TextOutput.orDash(delivery.replay_id)),
+                    ("webhook id", delivery.webhook_id), ("status", delivery.status), ("created at", delivery.created_at),
+                    ("finished at", TextOutput.orDash(delivery.finished_at)),
+                    ("next try at", TextOutput.orDash(delivery.next_attempt_at)),
                 ], indent: "  "))
                 if delivery.attempts.isEmpty {
                     lines.append("  no attempts yet")
                 } else {
                     lines.append("  attempts:")
                     lines.append(TextOutput.table(["#", "STARTED", "TOOK", "HTTP", "RESULT"], delivery.attempts.enumerated().map { number, attempt in
-                        [String(number + 1), TextOutput.time(attempt.startedAt), "\(attempt.durationMS)ms",
-                         attempt.statusCode.map(String.init) ?? "-", attempt.result]
+                        [String(number + 1), TextOutput.time(attempt.started_at), "\(attempt.duration_ms)ms",
+                         attempt.status_code.map(String.init) ?? "-", attempt.result]
                     }, indent: "    "))
                 }
                 sections.append(lines.joined(separator: "\n"))
@@ -167,35 +168,10 @@ struct EventsCommand: AsyncParsableCommand {
 
 /// `GET /v1/users/{user_id}/events` and `GET /v1/events`.
 struct EventPage: Decodable {
-    let events: [EventSummary]
+    let events: [API.TimelineEvent]
 }
 
-/// One event in a list, with counts of its deliveries.
-struct EventSummary: Decodable {
-    let id: String
-    let type: String
-    let userID: String?
-    let sequence: Int64
-    let status: String
-    let reason: String?
-    let receivedAt: String
-    let deliveries: DeliveryCounts?
-
-    enum CodingKeys: String, CodingKey {
-        case id, type, sequence, status, reason, deliveries
-        case userID = "user_id"
-        case receivedAt = "received_at"
-    }
-}
-
-struct DeliveryCounts: Decodable {
-    let total: Int
-    let pending: Int
-    let delivered: Int
-    let dead: Int
-    let cancelled: Int
-    let replays: Int
-
+extension API.DeliveryCounts {
     /// "3: 2 delivered, 1 dead (1 replay)", naming only the counts that are not zero.
     var summary: String {
         guard total > 0 else { return "none" }
@@ -205,98 +181,12 @@ struct DeliveryCounts: Decodable {
     }
 }
 
-/// `GET /v1/events/{id}`.
-struct EventDetail: Decodable {
-    struct Provider: Decodable {
-        let userID: String?
-        let phoneNumber: String?
-
-        enum CodingKeys: String, CodingKey {
-            case userID = "user_id"
-            case phoneNumber = "phone_number"
+extension API.DeliveryAttempt {
+    /// What went wrong, else the start of the subscriber's answer.
+    var result: String {
+        if let error_kind {
+            return TextOutput.shortened(error_kind + (error.map { ": " + $0 } ?? ""), to: 80)
         }
-    }
-
-    struct Delivery: Decodable {
-        let subscriptionID: String
-        let replayID: String?
-        let webhookID: String
-        let status: String
-        let createdAt: String
-        let finishedAt: String?
-        let nextAttemptAt: String?
-        let attempts: [Attempt]
-
-        enum CodingKeys: String, CodingKey {
-            case status, attempts
-            case subscriptionID = "subscription_id"
-            case replayID = "replay_id"
-            case webhookID = "webhook_id"
-            case createdAt = "created_at"
-            case finishedAt = "finished_at"
-            case nextAttemptAt = "next_attempt_at"
-        }
-    }
-
-    struct Attempt: Decodable {
-        let startedAt: String
-        let durationMS: Int
-        let statusCode: Int?
-        let errorKind: String?
-        let error: String?
-        let responseHead: String?
-
-        enum CodingKeys: String, CodingKey {
-            case error
-            case startedAt = "started_at"
-            case durationMS = "duration_ms"
-            case statusCode = "status_code"
-            case errorKind = "error_kind"
-            case responseHead = "response_head"
-        }
-
-        /// What went wrong, else the start of the subscriber's answer.
-        var result: String {
-            if let errorKind {
-                return TextOutput.shortened(errorKind + (error.map { ": " + $0 } ?? ""), to: 80)
-            }
-            return TextOutput.shortened(TextOutput.orDash(responseHead), to: 80)
-        }
-    }
-
-    let id: String
-    let type: String
-    let userID: String
-    let sequence: Int64
-    let status: String
-    let reason: String?
-    let occurredAt: String
-    let receivedAt: String
-    let decidedAt: String?
-    let verifiedAt: String?
-    let provider: Provider?
-    let securityEvent: SecurityEventOrigin?
-    let deliveries: [Delivery]
-
-    /// The Security Event Token the event came as (`source` `set`).
-    struct SecurityEventOrigin: Decodable {
-        let issuer: String
-        let jti: String
-        let eventType: String
-
-        enum CodingKeys: String, CodingKey {
-            case issuer, jti
-            case eventType = "event_type"
-        }
-    }
-
-    enum CodingKeys: String, CodingKey {
-        case id, type, sequence, status, reason, provider, deliveries
-        case securityEvent = "security_event"
-        case userID = "user_id"
-        case occurredAt = "occurred_at"
-        case receivedAt = "received_at"
-        case decidedAt = "decided_at"
-        case verifiedAt = "verified_at"
+        return TextOutput.shortened(TextOutput.orDash(response_head), to: 80)
     }
 }

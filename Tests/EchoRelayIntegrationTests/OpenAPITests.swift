@@ -1,3 +1,4 @@
+import EchoRelayAPI
 import EchoRelayCore
 import EchoRelayHTTP
 import EchoRelayPostgres
@@ -75,6 +76,58 @@ import TestSupport
         }
         #expect(described.data_required == EventType.allCases.filter { $0.descriptor.phoneNumber == .required }.map(\.rawValue))
         #expect(described.data_optional == EventType.allCases.filter { $0.descriptor.phoneNumber == .optional }.map(\.rawValue))
+    }
+
+    /// The wire contract (EchoRelayAPI), which the handlers encode and the CLI decodes: each
+    /// body, encoded, writes only its schema's properties and every required one, nested
+    /// objects included (a body with every optional member set writes them all).
+    @Test func theWireTypesHaveTheirSchemasProperties() throws {
+        let shapes = try Self.describedDocument().shapes
+        let attempt = API.DeliveryAttempt(started_at: "2026-01-31T12:00:00Z", duration_ms: 3, status_code: 200, error_kind: nil,
+                                          error: nil, response_head: "ok")
+        let delivery = API.Delivery(subscription_id: "sub_1", replay_id: nil, webhook_id: "msg_1", status: "delivered",
+                                    created_at: "2026-01-31T12:00:00Z", finished_at: nil, next_attempt_at: nil, attempts: [attempt])
+        let event = API.Event(
+            id: "evt_1", type: "token.rotated", user_id: "42", sequence: 1, status: "verified", reason: nil,
+            occurred_at: "2026-01-31T12:00:00Z", received_at: "2026-01-31T12:00:00Z", decided_at: nil, verified_at: nil,
+            provider: .init(user_id: "42", phone_number: "+15555550100"), source: "set",
+            security_event: .init(issuer: "https://idp.example", jti: "j1", event_type: "x"), deliveries: [delivery])
+        let counts = API.DeliveryCounts(total: 1, pending: 0, delivered: 1, dead: 0, cancelled: 0, replays: 0)
+        let timeline = API.TimelineEvent(
+            id: "evt_1", type: "token.rotated", user_id: "42", sequence: 1, status: "pending", reason: nil,
+            occurred_at: "2026-01-31T12:00:00Z", received_at: "2026-01-31T12:00:00Z", decided_at: nil, verified_at: nil,
+            deliveries: counts)
+        let user = API.User(user_id: "42", state: "active", phone_number: nil, last_sequence: 1,
+                            last_event_at: "2026-01-31T12:00:00Z", updated_at: "2026-01-31T12:00:00Z")
+        let bodies: [(String, any Encodable)] = [
+            ("Event", event), ("Delivery", delivery), ("DeliveryAttempt", attempt), ("TimelineEvent", timeline), ("User", user),
+        ]
+        for (schema, body) in bodies {
+            let json = try JSONSerialization.jsonObject(with: JSONEncoder().encode(body), options: [.fragmentsAllowed])
+            Self.check(json, against: Shape(ref: schema, properties: nil, required: nil), in: shapes, at: schema)
+        }
+    }
+
+    static func check(_ json: Any, against shape: Shape, in shapes: [String: Shape], at path: String) {
+        if let ref = shape.ref {
+            guard let target = shapes[ref] else { return }  // not an object: a string, a time, an enum
+            return check(json, against: target, in: shapes, at: path)
+        }
+        guard let properties = shape.properties else { return }
+        if let items = json as? [Any] {
+            for (index, item) in items.enumerated() { check(item, against: shape, in: shapes, at: "\(path)[\(index)]") }
+            return
+        }
+        guard let object = json as? [String: Any] else {
+            Issue.record("\(path) is not an object")
+            return
+        }
+        let written = Set(object.keys), described = Set(properties.keys), required = Set(shape.required ?? [])
+        #expect(written.isSubset(of: described), "\(path): written, not described: \(written.subtracting(described).sorted())")
+        #expect(required.isSubset(of: written), "\(path): required, not written: \(required.subtracting(written).sorted())")
+        for (key, value) in object where !(value is NSNull) {
+            if let member = properties[key] { check(value, against: member, in: shapes, at: "\(path).\(key)") }
+        }
     }
 
     /// The router of a process, built exactly as `serve` builds it; nothing connects to the
@@ -491,6 +544,15 @@ import TestSupport
         /// `[METHOD, path template]`.
         let operations: [[String]]
         let event_types: EventTypes
+        let shapes: [String: Shape]
+    }
+
+    /// A schema as `shapes` in scripts/openapi-check gives it: an object's properties, or a
+    /// reference to another component (absent from `shapes` when it is not an object).
+    struct Shape: Decodable {
+        let ref: String?
+        let properties: [String: Shape]?
+        let required: [String]?
     }
 
     /// Where the document names event types (`event_types` in scripts/openapi-check).

@@ -1,5 +1,6 @@
 import ArgumentParser
 import AsyncHTTPClient
+import EchoRelayAPI
 import EchoRelayCore
 import EchoRelayServer
 import Foundation
@@ -281,7 +282,7 @@ struct DemoTour: Sendable {
 
         // 6. The timeline.
         output.step(6, "The timeline of each user, as EchoRelay recorded it (GET /v1/users/{user}/events, GET /v1/events/{id})")
-        var states: [String: DemoServerAPI.UserState] = [:]
+        var states: [String: API.User] = [:]
         for userID in userIDs { states[userID] = try? await server.user(id: userID) }
         let report = DemoReport.build(
             userIDs: userIDs, planned: planned, timelines: timelines, details: details, userStates: states,
@@ -341,12 +342,12 @@ struct DemoTour: Sendable {
     private func waitUntilSettled(
         _ planned: [DemoPlannedEvent], userIDs: [String], _ server: DemoServerAPI, _ subscriber: DemoSubscriber,
         subscriptionID: String
-    ) async throws -> ([String: [DemoServerAPI.TimelineItem]], [String: DemoServerAPI.EventDetail], Bool) {
+    ) async throws -> ([String: [API.TimelineEvent]], [String: API.Event], Bool) {
         let deadline = ContinuousClock.now + Self.waitLimit
-        var details: [String: DemoServerAPI.EventDetail] = [:]
+        var details: [String: API.Event] = [:]
         var settled: Set<String> = []
         while true {
-            var timelines: [String: [DemoServerAPI.TimelineItem]] = [:]
+            var timelines: [String: [API.TimelineEvent]] = [:]
             for userID in userIDs { timelines[userID] = try await server.timeline(userID: userID) }
             let items = timelines.values.flatMap { $0 }
             for item in items where !settled.contains(item.id) && item.status != EventStatus.pending.rawValue {

@@ -1,4 +1,5 @@
 import AsyncHTTPClient
+import EchoRelayAPI
 import EchoRelayCore
 import Foundation
 import NIOCore
@@ -137,58 +138,17 @@ struct DemoServerAPI: Sendable {
 
     // MARK: Reading what the server decided
 
-    struct TimelinePage: Decodable {
-        let events: [TimelineItem]
-    }
-
-    struct TimelineItem: Decodable {
-        let id: String
-        let type: String
-        let sequence: Int64
-        let status: String
-        let reason: String?
-    }
-
-    struct EventDetail: Decodable, Sendable {
-        let id: String
-        let type: String
-        let user_id: String
-        let sequence: Int64
-        let status: String
-        let reason: String?
-        let deliveries: [DeliveryItem]
-    }
-
-    struct DeliveryItem: Decodable, Sendable {
-        let subscription_id: String
-        let replay_id: String?
-        let webhook_id: String
-        let status: String
-        let attempts: [Attempt]
-    }
-
-    struct Attempt: Decodable, Sendable {
-        let status_code: Int?
-        let error_kind: String?
-        let error: String?
-    }
-
-    struct UserState: Decodable, Sendable {
-        let state: String?
-        let phone_number: String?
-    }
-
     /// The user's events, newest first (a demo user has only a few).
-    func timeline(userID: String) async throws(ClientError) -> [TimelineItem] {
-        try await api.get(["v1", "users", userID, "events"], query: [("limit", "100")]).decode(TimelinePage.self).events
+    func timeline(userID: String) async throws(ClientError) -> [API.TimelineEvent] {
+        try await api.get(["v1", "users", userID, "events"], query: [("limit", "100")]).decode(EventPage.self).events
     }
 
-    func event(id: String) async throws(ClientError) -> EventDetail {
-        try await api.get(["v1", "events", id]).decode(EventDetail.self)
+    func event(id: String) async throws(ClientError) -> API.Event {
+        try await api.get(["v1", "events", id]).decode(API.Event.self)
     }
 
-    func user(id: String) async throws(ClientError) -> UserState {
-        try await api.get(["v1", "users", id]).decode(UserState.self)
+    func user(id: String) async throws(ClientError) -> API.User {
+        try await api.get(["v1", "users", id]).decode(API.User.self)
     }
 }
 

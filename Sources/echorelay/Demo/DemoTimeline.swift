@@ -1,3 +1,4 @@
+import EchoRelayAPI
 import EchoRelayCore
 import EchoRelayServer
 import Foundation
@@ -81,8 +82,8 @@ struct DemoReport: Encodable, Sendable {
 
     /// Holds the server's record of every event against the plan and the subscriber's log.
     static func build(
-        userIDs: [String], planned: [DemoPlannedEvent], timelines: [String: [DemoServerAPI.TimelineItem]],
-        details: [String: DemoServerAPI.EventDetail], userStates: [String: DemoServerAPI.UserState],
+        userIDs: [String], planned: [DemoPlannedEvent], timelines: [String: [API.TimelineEvent]],
+        details: [String: API.Event], userStates: [String: API.User],
         subscriptionID: String, subscriber: DemoSubscriber, providerPort: Int, timedOut: Bool
     ) -> DemoReport {
         let plan = Dictionary(planned.map { ($0.eventID, $0) }, uniquingKeysWith: { first, _ in first })

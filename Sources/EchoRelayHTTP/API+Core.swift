@@ -1,0 +1,65 @@
+import EchoRelayAPI
+import EchoRelayCore
+
+// The wire bodies (EchoRelayAPI) made from the store's records: times as RFC 3339 text, enums
+// by their raw values, every outcome member null until there is an outcome.
+
+extension API.Event {
+    init(_ event: StoredEvent, deliveries: [DeliveryRecord], securityEvent: SecurityEventRecord? = nil) {
+        let provider = event.providerUserID == nil && event.providerPhoneNumber == nil
+            ? nil : API.ProviderValues(user_id: event.providerUserID, phone_number: event.providerPhoneNumber)
+        self.init(
+            id: event.id, type: event.type.rawValue, user_id: event.userID, sequence: event.sequence,
+            status: event.status.rawValue, reason: event.reason?.rawValue, occurred_at: RFC3339.format(event.occurredAt),
+            received_at: RFC3339.format(event.receivedAt), decided_at: event.decidedAt.map(RFC3339.format),
+            verified_at: event.verifiedAt.map(RFC3339.format), provider: provider, source: event.source.rawValue,
+            security_event: securityEvent.map { API.SecurityEventOrigin(issuer: $0.issuer, jti: $0.jti, event_type: $0.eventType) },
+            deliveries: deliveries.map(API.Delivery.init)
+        )
+    }
+}
+
+extension API.Delivery {
+    init(_ delivery: DeliveryRecord) {
+        self.init(
+            subscription_id: delivery.subscriptionID, replay_id: delivery.replayID, webhook_id: delivery.webhookID,
+            status: delivery.status.rawValue, created_at: RFC3339.format(delivery.createdAt),
+            finished_at: delivery.finishedAt.map(RFC3339.format), next_attempt_at: delivery.nextAttemptAt.map(RFC3339.format),
+            attempts: delivery.attempts.map(API.DeliveryAttempt.init)
+        )
+    }
+}
+
+extension API.DeliveryAttempt {
+    init(_ attempt: EchoRelayCore.DeliveryAttempt) {
+        let (seconds, attoseconds) = attempt.duration.components
+        self.init(
+            started_at: RFC3339.format(attempt.startedAt), duration_ms: Int(seconds * 1000 + attoseconds / 1_000_000_000_000_000),
+            status_code: attempt.statusCode, error_kind: attempt.errorKind?.rawValue, error: attempt.error,
+            response_head: attempt.responseHead
+        )
+    }
+}
+
+extension API.TimelineEvent {
+    init(_ entry: TimelineEntry) {
+        let event = entry.event, counts = entry.deliveries
+        self.init(
+            id: event.id, type: event.type.rawValue, user_id: event.userID, sequence: event.sequence,
+            status: event.status.rawValue, reason: event.reason?.rawValue, occurred_at: RFC3339.format(event.occurredAt),
+            received_at: RFC3339.format(event.receivedAt), decided_at: event.decidedAt.map(RFC3339.format),
+            verified_at: event.verifiedAt.map(RFC3339.format),
+            deliveries: API.DeliveryCounts(total: counts.total, pending: counts.pending, delivered: counts.delivered,
+                                           dead: counts.dead, cancelled: counts.cancelled, replays: counts.replays)
+        )
+    }
+}
+
+extension API.User {
+    init(_ user: UserState) {
+        self.init(
+            user_id: user.userID, state: user.state.rawValue, phone_number: user.phoneNumber, last_sequence: user.lastSequence,
+            last_event_at: RFC3339.format(user.lastEventAt), updated_at: RFC3339.format(user.updatedAt)
+        )
+    }
+}
