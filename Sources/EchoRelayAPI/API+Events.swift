@@ -180,3 +180,53 @@ extension API {
         }
     }
 }
+
+extension API {
+    /// One delivery that ran out of tries (`GET /v1/dead-letters`; schema `DeadLetter`).
+    public struct DeadLetter: Codable, Sendable, Equatable {
+        public var event_id: String
+        public var subscription_id: String
+        @Nullable public var replay_id: String?
+        public var user_id: String
+        public var type: String
+        public var sequence: Int64
+        public var webhook_id: String
+        public var attempts: Int
+        public var received_at: String
+        public var dead_at: String
+        @Nullable public var last_status_code: Int?
+        @Nullable public var last_error: String?
+
+        public init(event_id: String, subscription_id: String, replay_id: String?, user_id: String, type: String, sequence: Int64,
+                    webhook_id: String, attempts: Int, received_at: String, dead_at: String, last_status_code: Int?,
+                    last_error: String?) {
+            self.event_id = event_id
+            self.subscription_id = subscription_id
+            self.replay_id = replay_id
+            self.user_id = user_id
+            self.type = type
+            self.sequence = sequence
+            self.webhook_id = webhook_id
+            self.attempts = attempts
+            self.received_at = received_at
+            self.dead_at = dead_at
+            self.last_status_code = last_status_code
+            self.last_error = last_error
+        }
+    }
+
+    /// `POST /v1/events/{id}/replay` (schema `ReplayReceipt`): the replay made, and where it goes.
+    public struct ReplayReceipt: Codable, Sendable, Equatable {
+        public var id: String
+        public var event_id: String
+        public var matched: Int
+        public var subscription_ids: [String]
+
+        public init(id: String, event_id: String, matched: Int, subscription_ids: [String]) {
+            self.id = id
+            self.event_id = event_id
+            self.matched = matched
+            self.subscription_ids = subscription_ids
+        }
+    }
+}

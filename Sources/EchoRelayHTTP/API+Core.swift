@@ -63,3 +63,14 @@ extension API.User {
         )
     }
 }
+
+extension API.DeadLetter {
+    init(_ letter: DeadLetter) {
+        self.init(
+            event_id: letter.eventID, subscription_id: letter.subscriptionID, replay_id: letter.replayID, user_id: letter.userID,
+            type: letter.type.rawValue, sequence: letter.sequence, webhook_id: letter.webhookID, attempts: letter.attempts,
+            received_at: RFC3339.format(letter.receivedAt), dead_at: RFC3339.format(letter.deadAt),
+            last_status_code: letter.lastStatusCode, last_error: letter.lastError
+        )
+    }
+}

@@ -1,3 +1,4 @@
+import EchoRelayAPI
 import EchoRelayCore
 import Foundation
 import HTTPTypes
@@ -27,7 +28,7 @@ struct DeadLettersController<Context: RequestContext>: Sendable {
         let limit = reader.limit()
         try reader.finish()
         let page = try await PageCut.fetch(limit: limit) { try await store.deadLetters(filter, beforeID: cursor, limit: $0) }
-        return try JSONResponse.make(PageView("dead_letters", page, cursor: { String($0.deliveryID) }, view: DeadLetterView.init))
+        return try JSONResponse.make(PageView("dead_letters", page, cursor: { String($0.deliveryID) }, view: API.DeadLetter.init))
     }
 
     @Sendable func redrive(_ request: Request, context: Context) async throws -> Response {
@@ -45,41 +46,4 @@ struct DeadLettersController<Context: RequestContext>: Sendable {
 struct RedriveView: Encodable {
     let matched: Int
     let dry_run: Bool
-}
-
-struct DeadLetterView: Encodable {
-    let letter: DeadLetter
-
-    init(_ letter: DeadLetter) {
-        self.letter = letter
-    }
-
-    enum CodingKeys: String, CodingKey {
-        case type, sequence, attempts
-        case eventID = "event_id"
-        case subscriptionID = "subscription_id"
-        case replayID = "replay_id"
-        case userID = "user_id"
-        case webhookID = "webhook_id"
-        case receivedAt = "received_at"
-        case deadAt = "dead_at"
-        case lastStatusCode = "last_status_code"
-        case lastError = "last_error"
-    }
-
-    func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(letter.eventID, forKey: .eventID)
-        try container.encode(letter.subscriptionID, forKey: .subscriptionID)
-        try container.encode(letter.replayID, forKey: .replayID)
-        try container.encode(letter.userID, forKey: .userID)
-        try container.encode(letter.type.rawValue, forKey: .type)
-        try container.encode(letter.sequence, forKey: .sequence)
-        try container.encode(letter.webhookID, forKey: .webhookID)
-        try container.encode(letter.attempts, forKey: .attempts)
-        try container.encode(RFC3339.format(letter.receivedAt), forKey: .receivedAt)
-        try container.encode(RFC3339.format(letter.deadAt), forKey: .deadAt)
-        try container.encode(letter.lastStatusCode, forKey: .lastStatusCode)
-        try container.encode(letter.lastError, forKey: .lastError)
-    }
 }

@@ -74,7 +74,7 @@ struct SupportController<Context: RequestContext>: Sendable {
         context.logger.info("event replayed", metadata: [
             "event.id": "\(eventID)", "replay.id": "\(receipt.id)", "actor": "\(actor.name)", "matched": "\(receipt.matched)",
         ])
-        return try JSONResponse.make(status: .accepted, ReplayReceiptView(receipt))
+        return try JSONResponse.make(status: .accepted, API.ReplayReceipt(id: receipt.id, event_id: receipt.eventID, matched: receipt.matched, subscription_ids: receipt.subscriptionIDs))
     }
 
     @Sendable func reverify(_ request: Request, context: Context) async throws -> Response {
@@ -121,27 +121,5 @@ extension Problem {
                       detail: "no original delivery to a subscription that is not deleted (and enabled, unless named) matches"
                         + " this filter, so the replay would send nothing; a dry run (\"dry_run\": true) counts the matches")
         }
-    }
-}
-
-struct ReplayReceiptView: Encodable {
-    let receipt: ReplayReceipt
-
-    init(_ receipt: ReplayReceipt) {
-        self.receipt = receipt
-    }
-
-    enum CodingKeys: String, CodingKey {
-        case id, matched
-        case eventID = "event_id"
-        case subscriptionIDs = "subscription_ids"
-    }
-
-    func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(receipt.id, forKey: .id)
-        try container.encode(receipt.eventID, forKey: .eventID)
-        try container.encode(receipt.matched, forKey: .matched)
-        try container.encode(receipt.subscriptionIDs, forKey: .subscriptionIDs)
     }
 }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import EchoRelayAPI
 import EchoRelayCore
 import Foundation
 
@@ -31,17 +32,17 @@ struct DeadLettersCommand: AsyncParsableCommand {
                 let pages = try await paging.fetch(api, ["v1", "dead-letters"], filters: query)
                 if client.json { return printJSON(try pages.json(listKey: "dead_letters")) }
 
-                let letters = try pages.items(DeadLetterPage.self, \.deadLetters)
+                let letters = try pages.items(DeadLetterPage.self, \.dead_letters)
                 print(letters.isEmpty ? "no dead letters match" : Self.table(letters))
                 pages.hintMore("dead letters")
             }
         }
 
-        static func table(_ letters: [DeadLetter]) -> String {
+        static func table(_ letters: [API.DeadLetter]) -> String {
             TextOutput.table(
                 ["DEAD AT", "EVENT", "USER", "TYPE", "SUBSCRIPTION", "TRIES", "LAST ERROR"],
                 letters.map { letter in
-                    [TextOutput.time(letter.deadAt), letter.eventID, letter.userID, letter.type, letter.subscriptionID,
+                    [TextOutput.time(letter.dead_at), letter.event_id, letter.user_id, letter.type, letter.subscription_id,
                      String(letter.attempts), letter.lastErrorText]
                 }
             )
@@ -109,38 +110,15 @@ struct DeadLettersCommand: AsyncParsableCommand {
 
 /// `GET /v1/dead-letters`.
 struct DeadLetterPage: Decodable {
-    let deadLetters: [DeadLetter]
-
-    enum CodingKeys: String, CodingKey {
-        case deadLetters = "dead_letters"
-    }
+    let dead_letters: [API.DeadLetter]
 }
 
-struct DeadLetter: Decodable {
-    let eventID: String
-    let subscriptionID: String
-    let userID: String
-    let type: String
-    let attempts: Int
-    let deadAt: String
-    let lastError: String?
-    let lastStatusCode: Int?
-
-    enum CodingKeys: String, CodingKey {
-        case type, attempts
-        case eventID = "event_id"
-        case subscriptionID = "subscription_id"
-        case userID = "user_id"
-        case deadAt = "dead_at"
-        case lastError = "last_error"
-        case lastStatusCode = "last_status_code"
-    }
-
+extension API.DeadLetter {
     /// The last error, with the status code unless it already names it, shortened for a table.
     var lastErrorText: String {
-        var text = lastError ?? "-"
-        if let code = lastStatusCode.map(String.init), !text.contains(code) {
-            text = lastError.map { "HTTP \(code): \($0)" } ?? "HTTP \(code)"
+        var text = last_error ?? "-"
+        if let code = last_status_code.map(String.init), !text.contains(code) {
+            text = last_error.map { "HTTP \(code): \($0)" } ?? "HTTP \(code)"
         }
         return TextOutput.shortened(text, to: 60)
     }

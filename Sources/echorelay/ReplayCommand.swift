@@ -1,4 +1,5 @@
 import ArgumentParser
+import EchoRelayAPI
 import EchoRelayCore
 import Foundation
 
@@ -93,11 +94,11 @@ struct ReplayCommand: AsyncParsableCommand {
             body: Body(reason: reason ?? "", subscription_ids: subscription.isEmpty ? nil : subscription)
         )
         if client.json { return printJSON(answer.body) }
-        let receipt = try answer.decode(EventReplayReceipt.self)
+        let receipt = try answer.decode(API.ReplayReceipt.self)
         print(TextOutput.block([
-            ("replay", receipt.id), ("event", receipt.eventID),
+            ("replay", receipt.id), ("event", receipt.event_id),
             ("deliveries", String(receipt.matched)),
-            ("subscriptions", receipt.subscriptionIDs.isEmpty ? "-" : receipt.subscriptionIDs.joined(separator: ", ")),
+            ("subscriptions", receipt.subscription_ids.isEmpty ? "-" : receipt.subscription_ids.joined(separator: ", ")),
         ]))
         print("follow it with: echorelay replays show \(receipt.id) --wait")
     }
@@ -126,20 +127,6 @@ struct ReplayCommand: AsyncParsableCommand {
         let replay = try answer.decode(ReplayView.self)
         print(replay.text)
         print("follow it with: echorelay replays show \(replay.id) --wait")
-    }
-}
-
-/// `POST /v1/events/{id}/replay`.
-struct EventReplayReceipt: Decodable {
-    let id: String
-    let eventID: String
-    let matched: Int
-    let subscriptionIDs: [String]
-
-    enum CodingKeys: String, CodingKey {
-        case id, matched
-        case eventID = "event_id"
-        case subscriptionIDs = "subscription_ids"
     }
 }
 

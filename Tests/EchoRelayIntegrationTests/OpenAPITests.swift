@@ -99,8 +99,14 @@ import TestSupport
             deliveries: counts)
         let user = API.User(user_id: "42", state: "active", phone_number: nil, last_sequence: 1,
                             last_event_at: "2026-01-31T12:00:00Z", updated_at: "2026-01-31T12:00:00Z")
+        let letter = API.DeadLetter(
+            event_id: "evt_1", subscription_id: "sub_1", replay_id: "rpl_1", user_id: "42", type: "token.rotated", sequence: 1,
+            webhook_id: "msg_1", attempts: 8, received_at: "2026-01-31T12:00:00Z", dead_at: "2026-01-31T12:00:00Z",
+            last_status_code: 500, last_error: "status")
+        let receipt = API.ReplayReceipt(id: "rpl_1", event_id: "evt_1", matched: 1, subscription_ids: ["sub_1"])
         let bodies: [(String, any Encodable)] = [
             ("Event", event), ("Delivery", delivery), ("DeliveryAttempt", attempt), ("TimelineEvent", timeline), ("User", user),
+            ("DeadLetter", letter), ("ReplayReceipt", receipt),
         ]
         for (schema, body) in bodies {
             let json = try JSONSerialization.jsonObject(with: JSONEncoder().encode(body), options: [.fragmentsAllowed])
