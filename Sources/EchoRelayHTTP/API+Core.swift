@@ -74,3 +74,16 @@ extension API.DeadLetter {
         )
     }
 }
+
+extension API.Subscription {
+    /// With `secret` only when it was just made (creation, rotation).
+    init(_ subscription: Subscription, secret: String? = nil) {
+        self.init(
+            id: subscription.id, url: subscription.url, event_types: subscription.eventTypes.map(\.rawValue),
+            description: subscription.description, ordered: subscription.ordered, enabled: subscription.enabled,
+            disabled_reason: subscription.disabledReason, created_at: RFC3339.format(subscription.createdAt),
+            updated_at: RFC3339.format(subscription.updatedAt), last_success_at: subscription.lastSuccessAt.map(RFC3339.format),
+            failing_since: subscription.failingSince.map(RFC3339.format), secret: secret
+        )
+    }
+}

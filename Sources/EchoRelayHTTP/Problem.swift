@@ -1,3 +1,4 @@
+import EchoRelayAPI
 import EchoRelayCore
 import Foundation
 import HTTPTypes
@@ -35,18 +36,11 @@ public struct Problem: HTTPResponseError, Sendable {
     }
 
     func body() -> Data {
-        struct Body: Encodable {
-            let type: String
-            let title: String
-            let status: Int
-            let detail: String?
-            let errors: [FieldProblem]?
-        }
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        let body = Body(
+        let body = API.Problem(
             type: "urn:echorelay:problem:\(slug)", title: title, status: status.code, detail: detail,
-            errors: errors.isEmpty ? nil : errors
+            errors: errors.isEmpty ? nil : errors.map { API.FieldProblem(field: $0.field, reason: $0.reason) }
         )
         return (try? encoder.encode(body)) ?? Data()
     }

@@ -1,3 +1,4 @@
+import EchoRelayAPI
 import EchoRelayCore
 import Foundation
 import HTTPTypes
@@ -49,7 +50,7 @@ struct SubscriptionsController<Context: RequestContext>: Sendable {
             fields, ownerTokenID: principal.role == .app ? principal.tokenID : nil, secret: secret
         )
         await audit(principal, "subscription.create", subscription.id, context)
-        return try JSONResponse.make(status: .created, SubscriptionView(subscription, secret: secret))
+        return try JSONResponse.make(status: .created, API.Subscription(subscription, secret: secret))
     }
 
     @Sendable func list(_ request: Request, context: Context) async throws -> Response {
@@ -72,13 +73,13 @@ struct SubscriptionsController<Context: RequestContext>: Sendable {
             throw Problem(.badRequest, slug: "invalid-query", title: "Invalid query", detail: "the cursor is not one this server gave",
                           errors: [FieldProblem(field: "cursor", reason: "is not a cursor this server gave")])
         }
-        return try JSONResponse.make(PageView("subscriptions", page.subscriptions.map { SubscriptionView($0) },
+        return try JSONResponse.make(PageView("subscriptions", page.subscriptions.map { API.Subscription($0) },
                                               nextCursor: page.nextCursor))
     }
 
     @Sendable func show(_ request: Request, context: Context) async throws -> Response {
         let (_, subscription) = try await owned(request, context)
-        return try JSONResponse.make(SubscriptionView(subscription))
+        return try JSONResponse.make(API.Subscription(subscription))
     }
 
     @Sendable func update(_ request: Request, context: Context) async throws -> Response {
@@ -89,7 +90,7 @@ struct SubscriptionsController<Context: RequestContext>: Sendable {
             throw Problem.notFound("no subscription with id \"\(subscription.id)\"")
         }
         await audit(principal, "subscription.update", subscription.id, context)
-        return try JSONResponse.make(SubscriptionView(updated))
+        return try JSONResponse.make(API.Subscription(updated))
     }
 
     @Sendable func delete(_ request: Request, context: Context) async throws -> Response {
@@ -105,7 +106,7 @@ struct SubscriptionsController<Context: RequestContext>: Sendable {
             id: subscription.id, enabled, reason: enabled ? nil : "disabled by \(principal.name)"
         ) else { throw Problem.notFound("no subscription with id \"\(subscription.id)\"") }
         await audit(principal, enabled ? "subscription.enable" : "subscription.disable", subscription.id, context)
-        return try JSONResponse.make(SubscriptionView(changed))
+        return try JSONResponse.make(API.Subscription(changed))
     }
 
     @Sendable func rotateSecret(_ request: Request, context: Context) async throws -> Response {
@@ -115,7 +116,7 @@ struct SubscriptionsController<Context: RequestContext>: Sendable {
             throw Problem.notFound("no subscription with id \"\(subscription.id)\"")
         }
         await audit(principal, "subscription.rotate_secret", subscription.id, context)
-        return try JSONResponse.make(SubscriptionView(rotated, secret: secret))
+        return try JSONResponse.make(API.Subscription(rotated, secret: secret))
     }
 
     /// Logs the change and writes its audit entry. The change has already committed, so a
@@ -197,40 +198,3 @@ enum SubscriptionInput {
         return fields
     }
 }
-
-struct SubscriptionView: Encodable {
-    let subscription: Subscription
-    let secret: String?
-
-    init(_ subscription: Subscription, secret: String? = nil) {
-        self.subscription = subscription
-        self.secret = secret
-    }
-
-    enum CodingKeys: String, CodingKey {
-        case id, url, description, ordered, enabled, secret
-        case eventTypes = "event_types"
-        case disabledReason = "disabled_reason"
-        case createdAt = "created_at"
-        case updatedAt = "updated_at"
-        case lastSuccessAt = "last_success_at"
-        case failingSince = "failing_since"
-    }
-
-    func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(subscription.id, forKey: .id)
-        try container.encode(subscription.url, forKey: .url)
-        try container.encode(subscription.eventTypes.map(\.rawValue), forKey: .eventTypes)
-        try container.encode(subscription.description, forKey: .description)
-        try container.encode(subscription.ordered, forKey: .ordered)
-        try container.encode(subscription.enabled, forKey: .enabled)
-        try container.encode(subscription.disabledReason, forKey: .disabledReason)
-        try container.encode(RFC3339.format(subscription.createdAt), forKey: .createdAt)
-        try container.encode(RFC3339.format(subscription.updatedAt), forKey: .updatedAt)
-        try container.encode(subscription.lastSuccessAt.map(RFC3339.format), forKey: .lastSuccessAt)
-        try container.encode(subscription.failingSince.map(RFC3339.format), forKey: .failingSince)
-        try container.encodeIfPresent(secret, forKey: .secret)
-    }
-}
-

@@ -104,9 +104,18 @@ import TestSupport
             webhook_id: "msg_1", attempts: 8, received_at: "2026-01-31T12:00:00Z", dead_at: "2026-01-31T12:00:00Z",
             last_status_code: 500, last_error: "status")
         let receipt = API.ReplayReceipt(id: "rpl_1", event_id: "evt_1", matched: 1, subscription_ids: ["sub_1"])
+        let subscription = API.Subscription(
+            id: "sub_1", url: "https://app.example/hook", event_types: ["token.rotated"], description: nil, ordered: true,
+            enabled: true, disabled_reason: nil, created_at: "2026-01-31T12:00:00Z", updated_at: "2026-01-31T12:00:00Z",
+            last_success_at: nil, failing_since: nil, secret: nil)
+        var withSecret = subscription
+        withSecret.secret = "whsec_c2VjcmV0"
+        let problem = API.Problem(type: "urn:echorelay:problem:invalid-request", title: "Invalid request", status: 422,
+                                  detail: "id: is required", errors: [.init(field: "id", reason: "is required")])
         let bodies: [(String, any Encodable)] = [
             ("Event", event), ("Delivery", delivery), ("DeliveryAttempt", attempt), ("TimelineEvent", timeline), ("User", user),
             ("DeadLetter", letter), ("ReplayReceipt", receipt),
+            ("Subscription", subscription), ("SubscriptionWithSecret", withSecret), ("Problem", problem),
         ]
         for (schema, body) in bodies {
             let json = try JSONSerialization.jsonObject(with: JSONEncoder().encode(body), options: [.fragmentsAllowed])

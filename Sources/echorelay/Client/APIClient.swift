@@ -1,4 +1,5 @@
 import AsyncHTTPClient
+import EchoRelayAPI
 import EchoRelayCore
 import Foundation
 import NIOCore
@@ -185,24 +186,10 @@ struct ClientError: Error, CustomStringConvertible {
         return lines.joined(separator: "\n")
     }
 
-    /// The RFC 9457 body EchoRelay answers errors with.
-    struct Problem: Decodable {
-        struct FieldProblem: Decodable {
-            let field: String
-            let reason: String
-        }
-
-        let type: String?
-        let title: String?
-        let status: Int?
-        let detail: String?
-        let errors: [FieldProblem]?
-    }
-
     /// The error for a non-2xx answer: the server's own detail, with a hint for what to do.
     static func problem(_ answer: APIAnswer, reasonPhrase: String, contentType: String?, baseURL: String) -> ClientError {
         let isProblem = contentType?.lowercased().contains("json") == true
-        guard isProblem, let problem = try? JSONDecoder().decode(Problem.self, from: answer.body) else {
+        guard isProblem, let problem = try? JSONDecoder().decode(API.Problem.self, from: answer.body) else {
             // Not a problem+json answer: probably not EchoRelay, or a proxy in front of it.
             var error = ClientError(
                 "the server answered \(answer.status) \(reasonPhrase)",
@@ -212,7 +199,7 @@ struct ClientError: Error, CustomStringConvertible {
             error.status = answer.status
             return error
         }
-        let message = problem.detail ?? problem.title ?? "the server answered \(answer.status) \(reasonPhrase)"
+        let message = problem.detail ?? problem.title
         // EchoRelay's detail already names every field it refused; list them only without one.
         let fields = problem.detail != nil ? [] : (problem.errors ?? []).map { (field: $0.field, reason: $0.reason) }
         let hint: String? = switch answer.status {

@@ -218,9 +218,9 @@ struct DemoTour: Sendable {
         let created = try await server.createSubscription(url: subscriber.url)
         resources.setSubscription(created.id)
         do {
-            subscriber.setSecret(try WebhookSecret(created.secret))
+            subscriber.setSecret(try WebhookSecret(created.secret ?? ""))
         } catch {
-            throw ClientError("the server's answer holds a subscription secret that is not whsec_…: \(error.description)")
+            throw ClientError("the server's answer holds no subscription secret, or one that is not whsec_…: \(error.description)")
         }
         output.line("    Subscription \(created.id): token.rotated, phone.changed and account.deactivated, in order per user.")
         output.line("    Its secret went to the subscriber only.")

@@ -25,24 +25,19 @@ struct DemoServerAPI: Sendable {
 
     // MARK: Subscriptions
 
-    struct CreatedSubscription: Decodable {
-        let id: String
-        let secret: String
-    }
-
     private struct SubscriptionRequest: Encodable {
         let url: String
         let event_types: [String]
         let description: String
     }
 
-    func createSubscription(url: String) async throws(ClientError) -> CreatedSubscription {
+    func createSubscription(url: String) async throws(ClientError) -> API.Subscription {
         let request = SubscriptionRequest(
             url: url, event_types: EventType.allCases.map(\.rawValue),
             description: "echorelay demo (deleted when the demo ends)"
         )
         do {
-            return try await api.post(["v1", "subscriptions"], body: request).decode(CreatedSubscription.self)
+            return try await api.post(["v1", "subscriptions"], body: request).decode(API.Subscription.self)
         } catch {
             var error = error
             switch error.status {
