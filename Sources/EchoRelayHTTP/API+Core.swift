@@ -87,3 +87,51 @@ extension API.Subscription {
         )
     }
 }
+
+extension API.JSON {
+    init(_ value: JSONValue) {
+        switch value {
+        case .null: self = .null
+        case .bool(let value): self = .bool(value)
+        case .integer(let value): self = .integer(value)
+        case .number(let value): self = .number(value)
+        case .string(let value): self = .string(value)
+        case .array(let values): self = .array(values.map(API.JSON.init))
+        case .object(let members): self = .object(members.mapValues(API.JSON.init))
+        }
+    }
+}
+
+extension API.Replay {
+    init(_ replay: Replay) {
+        self.init(
+            id: replay.id, kind: replay.kind.rawValue, state: replay.state.rawValue, reason: replay.reason,
+            actor: Actor(name: replay.actorName, role: replay.actorRole), event_id: replay.eventID,
+            filter: replay.filter.map(API.JSON.init), matched: replay.matched, sent: replay.sent, delivered: replay.delivered,
+            failed: replay.failed, created_at: RFC3339.format(replay.createdAt), finished_at: replay.finishedAt.map(RFC3339.format)
+        )
+    }
+}
+
+extension API.AuditEntry {
+    init(_ entry: AuditEntry) {
+        self.init(
+            id: entry.id, at: RFC3339.format(entry.at),
+            actor: Actor(name: entry.actorName, role: entry.actorRole, token_id: entry.actorTokenID), action: entry.action,
+            target: entry.target, filter: entry.filter.map(API.JSON.init), matched: entry.matched, reason: entry.reason
+        )
+    }
+}
+
+extension API.SecurityEvent {
+    init(_ record: SecurityEventRecord) {
+        self.init(
+            issuer: record.issuer, jti: record.jti, event_type: record.eventType, issued_at: RFC3339.format(record.issuedAt),
+            received_at: RFC3339.format(record.receivedAt),
+            // The subject as the transmitter sent it (a JSON object), or null.
+            subject: record.subject.flatMap { try? JSONValue.parse(Array($0.utf8)) }.map(API.JSON.init),
+            disposition: record.disposition.rawValue, note: record.note, verification_state: record.verificationState,
+            event_id: record.eventID
+        )
+    }
+}

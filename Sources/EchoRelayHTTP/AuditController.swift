@@ -1,3 +1,4 @@
+import EchoRelayAPI
 import EchoRelayCore
 import Foundation
 import HTTPTypes
@@ -27,48 +28,6 @@ struct AuditController<Context: RequestContext>: Sendable {
             query.limit = rows
             return try await store.auditEntries(query)
         }
-        return try JSONResponse.make(PageView("entries", page, cursor: { String($0.id) }, view: AuditEntryView.init))
-    }
-}
-
-struct AuditEntryView: Encodable {
-    let entry: AuditEntry
-
-    init(_ entry: AuditEntry) {
-        self.entry = entry
-    }
-
-    struct Actor: Encodable {
-        let name: String
-        let role: String
-        let tokenID: String?
-
-        enum CodingKeys: String, CodingKey {
-            case name, role
-            case tokenID = "token_id"
-        }
-
-        func encode(to encoder: any Encoder) throws {
-            var container = encoder.container(keyedBy: CodingKeys.self)
-            try container.encode(name, forKey: .name)
-            try container.encode(role, forKey: .role)
-            try container.encode(tokenID, forKey: .tokenID)
-        }
-    }
-
-    enum CodingKeys: String, CodingKey {
-        case id, at, actor, action, target, filter, matched, reason
-    }
-
-    func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(entry.id, forKey: .id)
-        try container.encode(RFC3339.format(entry.at), forKey: .at)
-        try container.encode(Actor(name: entry.actorName, role: entry.actorRole, tokenID: entry.actorTokenID), forKey: .actor)
-        try container.encode(entry.action, forKey: .action)
-        try container.encode(entry.target, forKey: .target)
-        try container.encode(entry.filter, forKey: .filter)
-        try container.encode(entry.matched, forKey: .matched)
-        try container.encode(entry.reason, forKey: .reason)
+        return try JSONResponse.make(PageView("entries", page, cursor: { String($0.id) }, view: API.AuditEntry.init))
     }
 }

@@ -1,3 +1,4 @@
+import EchoRelayAPI
 import EchoRelayCore
 import Foundation
 import HTTPTypes
@@ -37,14 +38,14 @@ struct ReplaysController<Context: RequestContext>: Sendable {
         context.logger.info("bulk replay started", metadata: [
             "replay.id": "\(replay.id)", "actor": "\(actor.name)", "matched": "\(replay.matched)",
         ])
-        return try JSONResponse.make(status: .accepted, ReplayView(replay))
+        return try JSONResponse.make(status: .accepted, API.Replay(replay))
     }
 
     @Sendable func show(_ request: Request, context: Context) async throws -> Response {
         try await authorizer.require(request, roles: .staff)
         let id = try context.parameters.decoded("id")
         guard let replay = try await store.replay(id: id) else { throw Problem.notFound("no replay with id \"\(id)\"") }
-        return try JSONResponse.make(ReplayView(replay))
+        return try JSONResponse.make(API.Replay(replay))
     }
 
     @Sendable func cancel(_ request: Request, context: Context) async throws -> Response {
@@ -59,7 +60,7 @@ struct ReplaysController<Context: RequestContext>: Sendable {
         }
         guard let replay else { throw Problem.notFound("no replay with id \"\(id)\"") }
         context.logger.info("replay cancelled", metadata: ["replay.id": "\(id)", "actor": "\(actor.name)"])
-        return try JSONResponse.make(ReplayView(replay))
+        return try JSONResponse.make(API.Replay(replay))
     }
 }
 
@@ -67,41 +68,4 @@ struct ReplaysController<Context: RequestContext>: Sendable {
 struct DryRunView: Encodable {
     let matched: Int
     let dry_run = true
-}
-
-struct ReplayView: Encodable {
-    let replay: Replay
-
-    init(_ replay: Replay) {
-        self.replay = replay
-    }
-
-    struct Actor: Encodable {
-        let name: String
-        let role: String
-    }
-
-    enum CodingKeys: String, CodingKey {
-        case id, kind, state, reason, actor, filter, matched, sent, delivered, failed
-        case eventID = "event_id"
-        case createdAt = "created_at"
-        case finishedAt = "finished_at"
-    }
-
-    func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(replay.id, forKey: .id)
-        try container.encode(replay.kind.rawValue, forKey: .kind)
-        try container.encode(replay.state.rawValue, forKey: .state)
-        try container.encode(replay.reason, forKey: .reason)
-        try container.encode(Actor(name: replay.actorName, role: replay.actorRole), forKey: .actor)
-        try container.encode(replay.eventID, forKey: .eventID)
-        try container.encode(replay.filter, forKey: .filter)
-        try container.encode(replay.matched, forKey: .matched)
-        try container.encode(replay.sent, forKey: .sent)
-        try container.encode(replay.delivered, forKey: .delivered)
-        try container.encode(replay.failed, forKey: .failed)
-        try container.encode(RFC3339.format(replay.createdAt), forKey: .createdAt)
-        try container.encode(replay.finishedAt.map(RFC3339.format), forKey: .finishedAt)
-    }
 }

@@ -1,3 +1,4 @@
+import EchoRelayAPI
 import EchoRelayCore
 import EchoRelaySharedSignals
 import Foundation
@@ -123,39 +124,6 @@ struct SecurityEventsController<Context: RequestContext>: Sendable {
         let page = try await PageCut.fetch(limit: limit) { rows in
             try await store.securityEvents(disposition: disposition?.first, before: before, limit: rows)
         }
-        return try JSONResponse.make(PageView("security_events", page, cursor: { String($0.number) }, view: SecurityEventView.init))
-    }
-}
-
-/// A received SET as the API shows it.
-struct SecurityEventView: Encodable {
-    let record: SecurityEventRecord
-
-    init(_ record: SecurityEventRecord) {
-        self.record = record
-    }
-
-    enum CodingKeys: String, CodingKey {
-        case issuer, jti, subject, disposition, note
-        case eventType = "event_type"
-        case issuedAt = "issued_at"
-        case receivedAt = "received_at"
-        case verificationState = "verification_state"
-        case eventID = "event_id"
-    }
-
-    func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(record.issuer, forKey: .issuer)
-        try container.encode(record.jti, forKey: .jti)
-        try container.encode(record.eventType, forKey: .eventType)
-        try container.encode(RFC3339.format(record.issuedAt), forKey: .issuedAt)
-        try container.encode(RFC3339.format(record.receivedAt), forKey: .receivedAt)
-        // The subject as the transmitter sent it (a JSON object), or null.
-        try container.encode(record.subject.flatMap { try? JSONValue.parse(Array($0.utf8)) }, forKey: .subject)
-        try container.encode(record.disposition.rawValue, forKey: .disposition)
-        try container.encode(record.note, forKey: .note)
-        try container.encode(record.verificationState, forKey: .verificationState)
-        try container.encode(record.eventID, forKey: .eventID)
+        return try JSONResponse.make(PageView("security_events", page, cursor: { String($0.number) }, view: API.SecurityEvent.init))
     }
 }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import EchoRelayAPI
 import EchoRelayCore
 import Foundation
 
@@ -61,7 +62,7 @@ struct AuditCommand: AsyncParsableCommand {
         }
     }
 
-    static func table(_ entries: [AuditLogEntry]) -> String {
+    static func table(_ entries: [API.AuditEntry]) -> String {
         TextOutput.table(
             ["TIME", "ACTOR", "ACTION", "TARGET", "MATCHED", "REASON"],
             entries.map { entry in
@@ -75,20 +76,5 @@ struct AuditCommand: AsyncParsableCommand {
 
 /// `GET /v1/audit`.
 struct AuditPage: Decodable {
-    let entries: [AuditLogEntry]
-}
-
-/// One entry of the audit log, as the table shows it (--json prints the rest).
-struct AuditLogEntry: Decodable {
-    struct Actor: Decodable {
-        let name: String
-        let role: String
-    }
-
-    let at: String
-    let actor: Actor
-    let action: String
-    let target: String?
-    let matched: Int?
-    let reason: String?
+    let entries: [API.AuditEntry]
 }

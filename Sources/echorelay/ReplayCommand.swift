@@ -124,7 +124,7 @@ struct ReplayCommand: AsyncParsableCommand {
             print("dry run: \(TextOutput.count(count.matched, "delivery matches", "deliveries match")); nothing was sent")
             return
         }
-        let replay = try answer.decode(ReplayView.self)
+        let replay = try answer.decode(API.Replay.self)
         print(replay.text)
         print("follow it with: echorelay replays show \(replay.id) --wait")
     }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import EchoRelayAPI
 import EchoRelayCore
 import Foundation
 #if canImport(Glibc)
@@ -55,7 +56,7 @@ struct ReplaysCommand: AsyncParsableCommand {
             let interval = DurationText.parse(interval)!  // checked in validate()
             try await client.run { api in
                 var answer = try await api.get(["v1", "replays", id])
-                var replay = try answer.decode(ReplayView.self)
+                var replay = try answer.decode(API.Replay.self)
                 var progress = ProgressReporter()
                 defer { progress.finish() }  // also when a poll fails: the error starts a line of its own
                 if wait {
@@ -63,7 +64,7 @@ struct ReplaysCommand: AsyncParsableCommand {
                         progress.report(replay)
                         try await Task.sleep(for: interval)
                         answer = try await api.get(["v1", "replays", id])
-                        replay = try answer.decode(ReplayView.self)
+                        replay = try answer.decode(API.Replay.self)
                     }
                     progress.report(replay)
                     progress.finish()
@@ -106,7 +107,7 @@ struct ReplaysCommand: AsyncParsableCommand {
             try await client.run { api in
                 let answer = try await api.post(["v1", "replays", id, "cancel"], body: Body(reason: reason ?? ""))
                 if client.json { return printJSON(answer.body) }
-                print(try answer.decode(ReplayView.self).text)
+                print(try answer.decode(API.Replay.self).text)
             }
         }
     }
@@ -121,7 +122,7 @@ struct ProgressReporter {
 
     static let barWidth = 30
 
-    mutating func report(_ replay: ReplayView) {
+    mutating func report(_ replay: API.Replay) {
         let done = replay.delivered + replay.failed
         let counts = "\(done)/\(replay.matched) delivered \(replay.delivered) failed \(replay.failed)"
         if redraws {
@@ -148,43 +149,25 @@ struct ProgressReporter {
     }
 }
 
-/// A replay as `GET /v1/replays/{id}` shows it (and the answers of a bulk replay and a cancel).
-struct ReplayView: Decodable {
-    struct Actor: Decodable {
-        let name: String
-        let role: String
-    }
-
-    let id: String
-    let kind: String
-    let state: String
-    let reason: String?
-    let actor: Actor?
-    let eventID: String?
-    let filter: JSONValue?
-    let matched: Int
-    let sent: Int
-    let delivered: Int
-    let failed: Int
-    let createdAt: String
-    let finishedAt: String?
-
-    enum CodingKeys: String, CodingKey {
-        case id, kind, state, reason, actor, filter, matched, sent, delivered, failed
-        case eventID = "event_id"
-        case createdAt = "created_at"
-        case finishedAt = "finished_at"
-    }
-
+extension API.Replay {
+    /// The replay as `replays show` prints it (and the answers of a bulk replay and a cancel).
     var text: String {
         var filterText = "-"
-        if let filter, filter != .null { filterText = String(decoding: filter.canonicalEncoding(), as: UTF8.self) }
+        if let filter, filter != .null, let encoded = try? Self.canonical.encode(filter) {
+            filterText = String(decoding: encoded, as: UTF8.self)
+        }
         return TextOutput.block([
-            ("replay", id), ("kind", kind), ("state", state), ("reason", TextOutput.orDash(reason)),
-            ("by", actor.map { "\($0.name) (\($0.role))" } ?? "-"),
-            ("event", TextOutput.orDash(eventID)), ("filter", filterText),
+            ("replay", id), ("kind", kind), ("state", state), ("reason", reason),
+            ("by", "\(actor.name) (\(actor.role))"),
+            ("event", TextOutput.orDash(event_id)), ("filter", filterText),
             ("matched", String(matched)), ("sent", String(sent)), ("delivered", String(delivered)), ("failed", String(failed)),
-            ("created at", createdAt), ("finished at", TextOutput.orDash(finishedAt)),
+            ("created at", created_at), ("finished at", TextOutput.orDash(finished_at)),
         ])
     }
+
+    private static let canonical: JSONEncoder = {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return encoder
+    }()
 }

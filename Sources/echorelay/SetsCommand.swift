@@ -1,4 +1,5 @@
 import ArgumentParser
+import EchoRelayAPI
 import EchoRelayCore
 import Foundation
 
@@ -46,7 +47,7 @@ struct SetsCommand: AsyncParsableCommand {
         }
     }
 
-    static func table(_ received: [ReceivedSet]) -> String {
+    static func table(_ received: [API.SecurityEvent]) -> String {
         TextOutput.table(
             ["RECEIVED", "JTI", "EVENT TYPE", "BECAME", "DETAIL"],
             received.map { set in
@@ -65,16 +66,5 @@ struct SetsCommand: AsyncParsableCommand {
 
 /// `GET /v1/sets`.
 struct SecurityEventsPage: Decodable {
-    let security_events: [ReceivedSet]
-}
-
-/// One received SET, as the table shows it.
-struct ReceivedSet: Decodable {
-    let jti: String
-    let event_type: String
-    let received_at: String
-    let disposition: String
-    let note: String?
-    let verification_state: String?
-    let event_id: String?
+    let security_events: [API.SecurityEvent]
 }

@@ -110,12 +110,25 @@ import TestSupport
             last_success_at: nil, failing_since: nil, secret: nil)
         var withSecret = subscription
         withSecret.secret = "whsec_c2VjcmV0"
+        let filter = API.JSON.object(["user_id": .string("42"), "types": .array([.string("token.rotated")])])
+        let replay = API.Replay(
+            id: "rpl_1", kind: "bulk", state: "running", reason: "backend restored", actor: .init(name: "alice", role: "support"),
+            event_id: nil, filter: filter, matched: 2, sent: 1, delivered: 1, failed: 0, created_at: "2026-01-31T12:00:00Z",
+            finished_at: nil)
+        let audit = API.AuditEntry(id: 1, at: "2026-01-31T12:00:00Z", actor: .init(name: "alice", role: "support", token_id: "tok_1"),
+                                   action: "replay.start", target: "rpl_1", filter: filter, matched: 2, reason: "restored")
+        let set = API.SecurityEvent(
+            issuer: "https://idp.example", jti: "j1", event_type: "https://schemas.openid.net/secevent/caep/event-type/credential-change",
+            issued_at: "2026-01-31T12:00:00Z", received_at: "2026-01-31T12:00:00Z",
+            subject: .object(["format": .string("opaque"), "id": .string("42")]), disposition: "event", note: nil,
+            verification_state: nil, event_id: "evt_1")
         let problem = API.Problem(type: "urn:echorelay:problem:invalid-request", title: "Invalid request", status: 422,
                                   detail: "id: is required", errors: [.init(field: "id", reason: "is required")])
         let bodies: [(String, any Encodable)] = [
             ("Event", event), ("Delivery", delivery), ("DeliveryAttempt", attempt), ("TimelineEvent", timeline), ("User", user),
             ("DeadLetter", letter), ("ReplayReceipt", receipt),
             ("Subscription", subscription), ("SubscriptionWithSecret", withSecret), ("Problem", problem),
+            ("Replay", replay), ("AuditEntry", audit), ("SecurityEvent", set),
         ]
         for (schema, body) in bodies {
             let json = try JSONSerialization.jsonObject(with: JSONEncoder().encode(body), options: [.fragmentsAllowed])

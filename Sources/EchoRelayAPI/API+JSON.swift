@@ -1,0 +1,45 @@
+extension API {
+    /// A free-form JSON member (a replay's or an audit entry's filter, a SET's subject), kept
+    /// as it came: integers apart from other numbers, object keys as written.
+    public indirect enum JSON: Codable, Sendable, Equatable {
+        case null
+        case bool(Bool)
+        case integer(Int64)
+        case number(Double)
+        case string(String)
+        case array([JSON])
+        case object([String: JSON])
+
+        public init(from decoder: any Decoder) throws {
+            let container = try decoder.singleValueContainer()
+            if container.decodeNil() {
+                self = .null
+            } else if let value = try? container.decode(Bool.self) {
+                self = .bool(value)
+            } else if let value = try? container.decode(Int64.self) {
+                self = .integer(value)
+            } else if let value = try? container.decode(Double.self) {
+                self = .number(value)
+            } else if let value = try? container.decode(String.self) {
+                self = .string(value)
+            } else if let value = try? container.decode([JSON].self) {
+                self = .array(value)
+            } else {
+                self = .object(try container.decode([String: JSON].self))
+            }
+        }
+
+        public func encode(to encoder: any Encoder) throws {
+            var container = encoder.singleValueContainer()
+            switch self {
+            case .null: try container.encodeNil()
+            case .bool(let value): try container.encode(value)
+            case .integer(let value): try container.encode(value)
+            case .number(let value): try container.encode(value)
+            case .string(let value): try container.encode(value)
+            case .array(let value): try container.encode(value)
+            case .object(let value): try container.encode(value)
+            }
+        }
+    }
+}
