@@ -84,15 +84,8 @@ struct DeadLettersCommand: AsyncParsableCommand {
         }
 
         func run() async throws {
-            struct Body: Encodable {
-                let reason: String
-                let subscription_id: String?
-                let since: String?
-                let until: String?
-                let dry_run: Bool?
-            }
             try await client.run { api in
-                let answer = try await api.post(["v1", "dead-letters", "redrive"], body: Body(
+                let answer = try await api.post(["v1", "dead-letters", "redrive"], body: API.RedriveRequest(
                     reason: reason ?? "", subscription_id: subscription, since: TimeArgument.value(since),
                     until: TimeArgument.value(until), dry_run: dryRun ? true : nil
                 ))

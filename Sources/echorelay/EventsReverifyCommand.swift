@@ -1,4 +1,5 @@
 import ArgumentParser
+import EchoRelayAPI
 import EchoRelayCore
 import Foundation
 #if canImport(Glibc)
@@ -52,13 +53,9 @@ extension EventsCommand {
         }
 
         func run() async throws {
-            struct Body: Encodable {
-                let reason: String
-                let echo: EchoFile.Echo
-            }
             try await client.run { api in
                 let echo = try EchoFile.read(self.echo ?? "-")  // required in validate()
-                let answer = try await api.post(["v1", "events", id, "reverify"], body: Body(reason: reason ?? "", echo: echo))
+                let answer = try await api.post(["v1", "events", id, "reverify"], body: API.ReverifyRequest(reason: reason ?? "", echo: echo))
                 if client.json { return printJSON(answer.body) }
                 let receipt = try answer.decode(ReverifyReceipt.self)
                 print("event \(receipt.id) is \(receipt.status) verification again: the provider will be asked with the fresh echo headers")
@@ -72,15 +69,10 @@ extension EventsCommand {
 /// Its `authorization` is a credential, so no message here quotes a value — only the file
 /// and the name of the field that is missing or wrong.
 enum EchoFile {
-    struct Echo: Encodable {
-        let service_provider: String
-        let authorization: String
-    }
-
     /// An echo object is a few hundred bytes; anything this large is the wrong file.
     static let maximumBytes = 64 << 10
 
-    static func read(_ path: String) throws(ClientError) -> Echo {
+    static func read(_ path: String) throws(ClientError) -> API.EchoCredentials {
         let source = path == "-" ? "on standard input" : "in \"\(path)\""
         var handle = FileHandle.standardInput
         if path == "-" {
@@ -103,7 +95,7 @@ enum EchoFile {
         return try parse(bytes, source: source)
     }
 
-    static func parse(_ bytes: Data, source: String) throws(ClientError) -> Echo {
+    static func parse(_ bytes: Data, source: String) throws(ClientError) -> API.EchoCredentials {
         let hint = "--echo must hold one JSON object {\"service_provider\": …, \"authorization\": …}, as echorelay echo-sign --json prints it"
         guard bytes.count <= maximumBytes else {
             throw ClientError("the echo object \(source) is larger than \(maximumBytes / 1024) KiB; an echo object is a few hundred bytes", hint: hint)
@@ -147,7 +139,7 @@ enum EchoFile {
         guard problems.isEmpty, let serviceProvider, let authorization else {
             throw ClientError("the echo object \(source) cannot be used", hint: hint, fieldErrors: problems)
         }
-        return Echo(service_provider: serviceProvider, authorization: authorization)
+        return API.EchoCredentials(service_provider: serviceProvider, authorization: authorization)
     }
 }
 

@@ -85,13 +85,9 @@ struct ReplayCommand: AsyncParsableCommand {
     }
 
     private func replayEvent(_ id: String, _ api: APIClient) async throws {
-        struct Body: Encodable {
-            let reason: String
-            let subscription_ids: [String]?
-        }
         let answer = try await api.post(
             ["v1", "events", id, "replay"],
-            body: Body(reason: reason ?? "", subscription_ids: subscription.isEmpty ? nil : subscription)
+            body: API.ReplayEventRequest(reason: reason ?? "", subscription_ids: subscription.isEmpty ? nil : subscription)
         )
         if client.json { return printJSON(answer.body) }
         let receipt = try answer.decode(API.ReplayReceipt.self)
@@ -104,17 +100,7 @@ struct ReplayCommand: AsyncParsableCommand {
     }
 
     private func replayInBulk(_ api: APIClient) async throws {
-        struct Body: Encodable {
-            let reason: String
-            let user_id: String?
-            let subscription_id: String?
-            let types: [String]?
-            let since: String?
-            let until: String?
-            let status: String?
-            let dry_run: Bool?
-        }
-        let answer = try await api.post(["v1", "replays"], body: Body(
+        let answer = try await api.post(["v1", "replays"], body: API.BulkReplayRequest(
             reason: reason ?? "", user_id: user, subscription_id: subscription.first, types: type.isEmpty ? nil : type,
             since: TimeArgument.value(since), until: TimeArgument.value(until), status: status, dry_run: dryRun ? true : nil
         ))

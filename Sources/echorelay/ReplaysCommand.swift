@@ -103,9 +103,8 @@ struct ReplaysCommand: AsyncParsableCommand {
         }
 
         func run() async throws {
-            struct Body: Encodable { let reason: String }
             try await client.run { api in
-                let answer = try await api.post(["v1", "replays", id, "cancel"], body: Body(reason: reason ?? ""))
+                let answer = try await api.post(["v1", "replays", id, "cancel"], body: API.ReasonRequest(reason: reason ?? ""))
                 if client.json { return printJSON(answer.body) }
                 print(try answer.decode(API.Replay.self).text)
             }

@@ -129,6 +129,16 @@ import TestSupport
             ("DeadLetter", letter), ("ReplayReceipt", receipt),
             ("Subscription", subscription), ("SubscriptionWithSecret", withSecret), ("Problem", problem),
             ("Replay", replay), ("AuditEntry", audit), ("SecurityEvent", set),
+            // What the CLI sends, every optional member set.
+            ("ReplayEventRequest", API.ReplayEventRequest(reason: "r", subscription_ids: ["sub_1"])),
+            ("BulkReplayRequest", API.BulkReplayRequest(reason: "r", user_id: "42", subscription_id: "sub_1", types: ["token.rotated"],
+                                                        since: "2026-01-31T12:00:00Z", until: "2026-01-31T13:00:00Z",
+                                                        status: "delivered", dry_run: true)),
+            ("RedriveRequest", API.RedriveRequest(reason: "r", subscription_id: "sub_1", since: "2026-01-31T12:00:00Z",
+                                                  until: "2026-01-31T13:00:00Z", dry_run: true)),
+            ("ReasonRequest", API.ReasonRequest(reason: "r")),
+            ("ReverifyRequest", API.ReverifyRequest(reason: "r", echo: .init(service_provider: "https://api.example/v",
+                                                                              authorization: "OAuth x"))),
         ]
         for (schema, body) in bodies {
             let json = try JSONSerialization.jsonObject(with: JSONEncoder().encode(body), options: [.fragmentsAllowed])

@@ -1,0 +1,88 @@
+// The request bodies the CLI sends. The handlers read theirs field by field instead (so that
+// every refusal names its field and reason), and the test holds both to the same schemas.
+// A member left nil is left out.
+
+extension API {
+    /// `POST /v1/events/{id}/replay` (schema `ReplayEventRequest`).
+    public struct ReplayEventRequest: Codable, Sendable, Equatable {
+        public var reason: String
+        public var subscription_ids: [String]?
+
+        public init(reason: String, subscription_ids: [String]?) {
+            self.reason = reason
+            self.subscription_ids = subscription_ids
+        }
+    }
+
+    /// `POST /v1/replays` (schema `BulkReplayRequest`).
+    public struct BulkReplayRequest: Codable, Sendable, Equatable {
+        public var reason: String
+        public var user_id: String?
+        public var subscription_id: String?
+        public var types: [String]?
+        public var since: String?
+        public var until: String?
+        public var status: String?
+        public var dry_run: Bool?
+
+        public init(reason: String, user_id: String?, subscription_id: String?, types: [String]?, since: String?, until: String?,
+                    status: String?, dry_run: Bool?) {
+            self.reason = reason
+            self.user_id = user_id
+            self.subscription_id = subscription_id
+            self.types = types
+            self.since = since
+            self.until = until
+            self.status = status
+            self.dry_run = dry_run
+        }
+    }
+
+    /// `POST /v1/dead-letters/redrive` (schema `RedriveRequest`).
+    public struct RedriveRequest: Codable, Sendable, Equatable {
+        public var reason: String
+        public var subscription_id: String?
+        public var since: String?
+        public var until: String?
+        public var dry_run: Bool?
+
+        public init(reason: String, subscription_id: String?, since: String?, until: String?, dry_run: Bool?) {
+            self.reason = reason
+            self.subscription_id = subscription_id
+            self.since = since
+            self.until = until
+            self.dry_run = dry_run
+        }
+    }
+
+    /// `POST /v1/replays/{id}/cancel` (schema `ReasonRequest`).
+    public struct ReasonRequest: Codable, Sendable, Equatable {
+        public var reason: String
+
+        public init(reason: String) {
+            self.reason = reason
+        }
+    }
+
+    /// `POST /v1/events/{id}/reverify` (schema `ReverifyRequest`): fresh echo headers.
+    public struct ReverifyRequest: Codable, Sendable, Equatable {
+        public var reason: String
+        public var echo: EchoCredentials
+
+        public init(reason: String, echo: EchoCredentials) {
+            self.reason = reason
+            self.echo = echo
+        }
+    }
+
+    /// An event's `echo` object (schema `EchoCredentials`). `authorization` is a credential.
+    public struct EchoCredentials: Codable, Sendable, Equatable {
+        public var service_provider: String
+        public var authorization: String
+
+        public init(service_provider: String, authorization: String) {
+            self.service_provider = service_provider
+            self.authorization = authorization
+        }
+    }
+}
