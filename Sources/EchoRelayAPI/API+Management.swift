@@ -1,7 +1,7 @@
 extension API {
     /// A subscription (schemas `Subscription` and, with its signing secret once at creation and
     /// rotation, `SubscriptionWithSecret`).
-    public struct Subscription: Codable, Sendable, Equatable {
+    public struct Subscription: Codable, Sendable, Equatable, CustomReflectable {
         public var id: String
         public var url: String
         public var event_types: [String]
@@ -31,6 +31,14 @@ extension API {
             self.last_success_at = last_success_at
             self.failing_since = failing_since
             self.secret = secret
+        }
+
+        /// Printed, the signing secret shows as redacted.
+        public var customMirror: Mirror {
+            Mirror(self, children: [
+                "id": id, "url": url, "event_types": event_types, "ordered": ordered, "enabled": enabled,
+                "secret": secret == nil ? "nil" : "<redacted>",
+            ], displayStyle: .struct)
         }
     }
 

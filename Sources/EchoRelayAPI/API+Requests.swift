@@ -75,8 +75,9 @@ extension API {
         }
     }
 
-    /// An event's `echo` object (schema `EchoCredentials`). `authorization` is a credential.
-    public struct EchoCredentials: Codable, Sendable, Equatable {
+    /// An event's `echo` object (schema `EchoCredentials`). `authorization` is a credential:
+    /// printed, it shows as redacted.
+    public struct EchoCredentials: Codable, Sendable, Equatable, CustomStringConvertible {
         public var service_provider: String
         public var authorization: String
 
@@ -84,5 +85,7 @@ extension API {
             self.service_provider = service_provider
             self.authorization = authorization
         }
+
+        public var description: String { "EchoCredentials(service_provider: \(service_provider), authorization: <redacted>)" }
     }
 }
