@@ -46,6 +46,20 @@ let package = Package(
             name: "EchoRelayAPI",
             swiftSettings: swiftSettings
         ),
+        // Stand-ins on loopback for the demo and the tests: an identity provider that answers
+        // OAuth Echo and a subscriber that checks deliveries, each with its own signature code.
+        .target(
+            name: "EchoRelayStandIns",
+            dependencies: [
+                "EchoRelayCore",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // The numbered SQL migrations, embedded in the binary so a deployment is one file.
         .target(
             name: "EchoRelaySchema",
@@ -153,6 +167,7 @@ let package = Package(
             dependencies: [
                 "EchoRelayCore",
                 "EchoRelayAPI",  // the bodies the support verbs decode
+                "EchoRelayStandIns",  // `echorelay demo`'s provider and subscriber
                 "EchoRelayServer",
                 "EchoRelaySharedSignals",  // serve's ECHORELAY_SET_* settings
                 "EchoRelaySchema",  // MigrationError, from `tokens`
@@ -187,6 +202,7 @@ let package = Package(
             name: "TestSupport",
             dependencies: [
                 "EchoRelayCore",
+                "EchoRelayStandIns",
                 "EchoRelayPostgres",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
@@ -213,6 +229,7 @@ let package = Package(
             dependencies: [
                 "EchoRelayCore",
                 "EchoRelayAPI",
+                "EchoRelayStandIns",
                 "EchoRelayWorkers",
                 "EchoRelayPostgres",
                 "EchoRelaySQLite",

@@ -1,5 +1,6 @@
 import EchoRelayCore
 import EchoRelayServer
+import EchoRelayStandIns
 import Foundation
 import NIOHTTP1
 import PostgresNIO

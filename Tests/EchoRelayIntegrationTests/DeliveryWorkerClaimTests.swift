@@ -1,5 +1,6 @@
 import EchoRelayCore
 import EchoRelayPostgres
+import EchoRelayStandIns
 import EchoRelayWorkers
 import Foundation
 import TestSupport

@@ -1,6 +1,7 @@
 import EchoRelayCore
 import EchoRelayServer
 import EchoRelaySharedSignals
+import EchoRelayStandIns
 import Foundation
 import Logging
 import NIOHTTP1

@@ -1,4 +1,5 @@
 import EchoRelayServer
+import EchoRelayStandIns
 import Foundation
 import NIOHTTP1
 import Testing

@@ -4,6 +4,7 @@ import EchoRelayHTTP
 import EchoRelayPostgres
 import EchoRelayServer
 import EchoRelaySharedSignals
+import EchoRelayStandIns
 import Foundation
 import Hummingbird
 import Logging

@@ -1,6 +1,7 @@
 import EchoRelayCore
 import EchoRelayServer
 @testable import EchoRelayWorkers
+import EchoRelayStandIns
 import Foundation
 import Hummingbird
 import NIOSSL

@@ -1,3 +1,4 @@
+import EchoRelayStandIns
 import Foundation
 import NIOHTTP1
 import PostgresNIO

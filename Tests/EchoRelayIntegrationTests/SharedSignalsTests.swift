@@ -1,5 +1,6 @@
 import EchoRelayCore
 import EchoRelaySharedSignals
+import EchoRelayStandIns
 import Foundation
 import Hummingbird
 import Logging

@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import EchoRelayCore
+import EchoRelayStandIns
 import Foundation
 import NIOCore
 import NIOHTTP1
@@ -164,7 +165,7 @@ import TestSupport
     @Test func waitingForMoreDeliveriesThanArriveFailsWithAMessage() async throws {
         try await StandInSubscriber().run { subscriber in
             _ = try await HTTPTestClient(port: subscriber.port).send(.POST, "/hooks", headers: [("webhook-id", "msg_1")], body: [])
-            let error = await #expect(throws: TestSetupError.self) {
+            let error = await #expect(throws: StandInError.self) {
                 try await subscriber.waitForDeliveries(count: 2, within: .milliseconds(200))
             }
             #expect(error?.description.contains("1 of 2") == true)

@@ -1,4 +1,5 @@
 import EchoRelayCore
+import EchoRelayStandIns
 import Foundation
 import NIOHTTP1
 import Testing

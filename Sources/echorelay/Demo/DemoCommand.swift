@@ -3,6 +3,7 @@ import AsyncHTTPClient
 import EchoRelayAPI
 import EchoRelayCore
 import EchoRelayServer
+import EchoRelayStandIns
 import Foundation
 import Synchronization
 
@@ -195,19 +196,19 @@ struct DemoTour: Sendable {
 
     private func tour(_ server: DemoServerAPI, _ resources: DemoResources) async throws -> DemoReport {
         // 1. The identity provider.
-        let provider = DemoProvider(port: settings.providerPort, output: output)
+        let provider = StandInProvider.demo(port: settings.providerPort, output: output)
         output.step(1, "Starting a stand-in identity provider on http://127.0.0.1:\(settings.providerPort)")
         resources.add(try await DemoHTTPServer.start(
             "stand-in identity provider", port: settings.providerPort, flag: "--provider-port", router: provider.router()
         ))
-        output.line("    It answers GET \(DemoProvider.path) as Digits does, checking each OAuth 1.0a signature (HMAC-SHA1).")
+        output.line("    It answers GET /1.1/sdk/account.json as Digits does, checking each OAuth 1.0a signature (HMAC-SHA1).")
         if settings.providerPort != DemoDefaults.providerPort {
             output.line("    note: serve --demo accepts OAuth Echo only from \(DemoDefaults.providerHostAndPort); for port \(settings.providerPort) the server needs ECHORELAY_ECHO_ALLOWED_HOSTS=127.0.0.1:\(settings.providerPort) and ECHORELAY_ECHO_ALLOW_HTTP=1.")
         }
 
         // 2. The subscriber.
-        let subscriber = DemoSubscriber(port: settings.subscriberPort, output: output)
-        output.step(2, "Starting a stand-in subscriber (an app backend) on \(subscriber.url)")
+        let subscriber = StandInSubscriber.demo(port: settings.subscriberPort, output: output)
+        output.step(2, "Starting a stand-in subscriber (an app backend) on \(subscriber.url())")
         resources.add(try await DemoHTTPServer.start(
             "stand-in subscriber", port: settings.subscriberPort, flag: "--subscriber-port", router: subscriber.router()
         ))
@@ -215,10 +216,11 @@ struct DemoTour: Sendable {
 
         // 3. The subscription.
         output.step(3, "Registering the subscriber with EchoRelay at \(server.baseURL) (POST /v1/subscriptions)")
-        let created = try await server.createSubscription(url: subscriber.url)
+        let created = try await server.createSubscription(url: subscriber.url())
         resources.setSubscription(created.id)
         do {
-            subscriber.setSecret(try WebhookSecret(created.secret ?? ""))
+            _ = try WebhookSecret(created.secret ?? "")
+            subscriber.setSecrets([created.secret ?? ""])
         } catch {
             throw ClientError("the server's answer holds no subscription secret, or one that is not whsec_…: \(error.description)")
         }
@@ -228,7 +230,7 @@ struct DemoTour: Sendable {
         // 4. The updates.
         output.step(4, "Pushing session updates for \(settings.users) users (POST /v1/events, signed with the ingest secret)")
         output.line("    Each carries OAuth Echo headers signed as a client app signs them; EchoRelay re-asks the provider with them.")
-        let run = DemoProvider.randomHex(3)
+        let run = DemoSession.randomHex(3)
         let userIDs = (1...settings.users).map { "demo-\(run)-\($0)" }
         var planned: [DemoPlannedEvent] = []
         var sessions: [String: DemoSession] = [:]
@@ -239,7 +241,7 @@ struct DemoTour: Sendable {
             let event = DemoEventBody(
                 id: "evt_demo_\(run)_\(counter)", type: type.rawValue, user_id: session.userID,
                 occurred_at: RFC3339.format(Date()), data: data,
-                echo: try session.echo(serviceProvider: provider.serviceProviderURL)
+                echo: try session.echo(serviceProvider: provider.digitsURL)
             )
             let receipt = try await server.push(event)
             output.line("    \(session.userID) \(type.rawValue) #\(receipt.sequence) accepted — \(note)")
@@ -257,7 +259,7 @@ struct DemoTour: Sendable {
         }
         for userID in userIDs {
             let phone = Self.randomPhoneNumber()
-            provider.changePhoneNumber(of: userID, to: phone)
+            provider.setPhoneNumber(phone, for: userID)
             _ = try await push(.phoneChanged, sessions[userID]!, data: ["phone_number": phone],
                                note: "the provider changed the phone number to \(phone) first")
         }
@@ -269,7 +271,7 @@ struct DemoTour: Sendable {
         let leaving = userIDs[0]
         output.line("    Waiting for EchoRelay to verify \(leaving)'s session before the provider ends it …")
         let verified = try await waitUntilDecided(planned.filter { $0.userID == leaving }, server)
-        provider.revoke(sessions[leaving]!)
+        provider.expire(token: sessions[leaving]!.token)
         _ = try await push(.accountDeactivated, sessions[leaving]!, note: verified
             ? "the provider revoked the session token EchoRelay had verified"
             : "the provider revoked the session token, which EchoRelay did not verify (see below)")
@@ -340,7 +342,7 @@ struct DemoTour: Sendable {
     /// subscription (or its delivery has ended otherwise), or the time limit passes. Returns
     /// the users' timelines and the events' details as they last stood.
     private func waitUntilSettled(
-        _ planned: [DemoPlannedEvent], userIDs: [String], _ server: DemoServerAPI, _ subscriber: DemoSubscriber,
+        _ planned: [DemoPlannedEvent], userIDs: [String], _ server: DemoServerAPI, _ subscriber: StandInSubscriber,
         subscriptionID: String
     ) async throws -> ([String: [API.TimelineEvent]], [String: API.Event], Bool) {
         let deadline = ContinuousClock.now + Self.waitLimit

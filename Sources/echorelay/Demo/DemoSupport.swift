@@ -168,18 +168,3 @@ final class DemoInterruptHandler: @unchecked Sendable {
         signal(SIGTERM, SIG_DFL)
     }
 }
-
-/// JSON answers of the demo's own servers.
-enum DemoJSON {
-    static func response(_ status: HTTPResponse.Status, _ object: [String: JSONValue]) -> Response {
-        Response(
-            status: status, headers: [.contentType: "application/json"],
-            body: .init(byteBuffer: ByteBuffer(bytes: JSONValue.object(object).canonicalEncoding()))
-        )
-    }
-
-    /// Twitter's and Digits' error body: `{"errors":[{"code":N,"message":…}]}`.
-    static func providerError(_ status: HTTPResponse.Status, code: Int, _ message: String) -> Response {
-        response(status, ["errors": .array([.object(["code": .integer(Int64(code)), "message": .string(message)])])])
-    }
-}

@@ -1,6 +1,7 @@
 import EchoRelayAPI
 import EchoRelayCore
 import EchoRelayServer
+import EchoRelayStandIns
 import Foundation
 
 /// An event the demo pushed, and what it expects EchoRelay to make of it.
@@ -84,7 +85,7 @@ struct DemoReport: Encodable, Sendable {
     static func build(
         userIDs: [String], planned: [DemoPlannedEvent], timelines: [String: [API.TimelineEvent]],
         details: [String: API.Event], userStates: [String: API.User],
-        subscriptionID: String, subscriber: DemoSubscriber, providerPort: Int, timedOut: Bool
+        subscriptionID: String, subscriber: StandInSubscriber, providerPort: Int, timedOut: Bool
     ) -> DemoReport {
         let plan = Dictionary(planned.map { ($0.eventID, $0) }, uniquingKeysWith: { first, _ in first })
         var problems: [String] = []

@@ -1,6 +1,7 @@
 import EchoRelayCore
 @testable import EchoRelayHTTP
 import EchoRelayPostgres
+import EchoRelayStandIns
 import Foundation
 import NIOHTTP1
 import TestSupport

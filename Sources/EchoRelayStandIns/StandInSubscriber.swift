@@ -87,6 +87,8 @@ public final class StandInSubscriber: Sendable {
         var stopped = false
         var hanging: [Int: Task<Void, Never>] = [:]
         var nextHang = 0
+        var refusesBadSignatures = false
+        var observer: (@Sendable (ReceivedDelivery, Int) -> Void)?
     }
 
     /// How far `webhook-timestamp` may be from the arrival time for `timestampWithinTolerance`.
@@ -127,6 +129,18 @@ public final class StandInSubscriber: Sendable {
         set { state.withLock { $0.defaultAnswer = newValue } }
     }
 
+    /// Answers `401` to a delivery that no known secret signed, as a real subscriber does,
+    /// instead of its scripted answer. Off unless set.
+    public var refusesBadSignatures: Bool {
+        get { state.withLock { $0.refusesBadSignatures } }
+        set { state.withLock { $0.refusesBadSignatures = newValue } }
+    }
+
+    /// Called with each delivery as it is answered, and the status it gets.
+    public func onDelivery(_ observer: @escaping @Sendable (ReceivedDelivery, Int) -> Void) {
+        state.withLock { $0.observer = observer }
+    }
+
     /// Forgets the deliveries received so far (the arrival index keeps counting).
     public func clearDeliveries() {
         state.withLock { $0.deliveries.removeAll() }
@@ -143,7 +157,7 @@ public final class StandInSubscriber: Sendable {
     }
 
     /// Waits until at least `count` deliveries have arrived; returns all of them.
-    /// Throws `TestSetupError` saying what did arrive when `within` runs out first.
+    /// Throws `StandInError` saying what did arrive when `within` runs out first.
     @discardableResult
     public func waitForDeliveries(count: Int, within limit: Duration) async throws -> [ReceivedDelivery] {
         let clock = ContinuousClock()
@@ -154,7 +168,7 @@ public final class StandInSubscriber: Sendable {
             let now = clock.now
             guard now < deadline else {
                 let seen = received.map { "\($0.path) \($0.webhookID ?? "-")" }.joined(separator: ", ")
-                throw TestSetupError("the subscriber received \(received.count) of \(count) deliveries within \(limit): [\(seen)]")
+                throw StandInError("the subscriber received \(received.count) of \(count) deliveries within \(limit): [\(seen)]")
             }
             try Task.checkCancellation()
             await arrived.wait(upTo: min(deadline - now, .milliseconds(50)))
@@ -166,13 +180,23 @@ public final class StandInSubscriber: Sendable {
     /// Serves for the length of `body`. Hanging requests are released when it ends.
     public func run<Result: Sendable>(_ body: @Sendable (StandInSubscriber) async throws -> Result) async throws -> Result {
         state.withLock { $0.stopped = false }
+        return try await LoopbackServer.run(router(), onStop: { self.releaseHanging() }) { port in
+            serving(onPort: port)
+            return try await body(self)
+        }
+    }
+
+    /// Its routes, for a server of the caller's (the demo's), which calls `serving(onPort:)`.
+    public func router() -> Router<BasicRequestContext> {
         let router = Router()
         router.post("/") { request, _ in await self.answer(request) }
         router.post("**") { request, _ in await self.answer(request) }
-        return try await LoopbackServer.run(router, onStop: { self.releaseHanging() }) { port in
-            self.state.withLock { $0.port = port }
-            return try await body(self)
-        }
+        return router
+    }
+
+    /// The port its server listens on, for `url(_:)`.
+    public func serving(onPort port: Int) {
+        state.withLock { $0.port = port }
     }
 
     /// Ends every hang now and makes later hangs end at once.
@@ -211,7 +235,8 @@ public final class StandInSubscriber: Sendable {
             return abs(Double(seconds) - received.timeIntervalSince1970) <= Self.timestampTolerance
         } ?? false
 
-        let (answer, fallback) = state.withLock { state -> (Answer, Answer) in
+        let (answer, fallback, observer, delivery) = state.withLock {
+            state -> (Answer, Answer, (@Sendable (ReceivedDelivery, Int) -> Void)?, ReceivedDelivery) in
             let signedBy: Set<String>
             if let id, let timestamp {
                 signedBy = Set(state.secrets.filter { secret in
@@ -221,7 +246,7 @@ public final class StandInSubscriber: Sendable {
             } else {
                 signedBy = []
             }
-            let answer: Answer
+            var answer: Answer
             if var queue = state.pathScripts[path], !queue.isEmpty {
                 answer = queue.removeFirst()
                 state.pathScripts[path] = queue
@@ -230,16 +255,21 @@ public final class StandInSubscriber: Sendable {
             } else {
                 answer = state.defaultAnswer
             }
-            state.deliveries.append(ReceivedDelivery(
+            if state.refusesBadSignatures, signedBy.isEmpty {
+                answer = .status(401, body: #"{"error":"invalid signature"}"#)
+            }
+            let delivery = ReceivedDelivery(
                 index: (state.deliveries.last?.index ?? -1) + 1, path: path, query: request.uri.query,
                 webhookID: id, webhookTimestamp: timestamp, signatures: signatures, signedBy: signedBy,
                 timestampWithinTolerance: timestampFresh, userAgent: request.headers[.userAgent],
                 contentType: request.headers[.contentType], headers: headers, body: body, json: json,
                 receivedAt: received, answer: answer
-            ))
-            return (answer, state.defaultAnswer)
+            )
+            state.deliveries.append(delivery)
+            return (answer, state.defaultAnswer, state.observer, delivery)
         }
         arrived.wake()
+        observer?(delivery, answer.statusCode ?? 200)
 
         switch answer {
         case .status:

@@ -47,6 +47,18 @@ public final class StandInProvider: Sendable {
         var tokenFailures: [String: Int] = [:]
         var requests: [RecordedRequest] = []
         var port = 0
+        var observer: (@Sendable (Answered) -> Void)?
+    }
+
+    /// What an echo request was answered, and why, for a watcher (the demo prints it).
+    public struct Answered: Sendable {
+        public let status: Int
+        /// The provider's error code (32, 89, 135…); nil for a `200`.
+        public let code: Int?
+        public let why: String
+        /// The account shown by a `200`.
+        public let userID: String?
+        public let phoneNumber: String?
     }
 
     public static let timestampWindow: TimeInterval = 300
@@ -113,7 +125,7 @@ public final class StandInProvider: Sendable {
             let received = requests
             if received.count >= count { return received }
             guard clock.now < deadline else {
-                throw TestSetupError("the provider received \(received.count) of \(count) requests within \(limit)")
+                throw StandInError("the provider received \(received.count) of \(count) requests within \(limit)")
             }
             try await Task.sleep(for: .milliseconds(20))
         }
@@ -127,15 +139,42 @@ public final class StandInProvider: Sendable {
 
     /// Serves for the length of `body`.
     public func run<Result: Sendable>(_ body: @Sendable (StandInProvider) async throws -> Result) async throws -> Result {
-        let router = Router()
-        router.get("**") { request, _ in await self.answer(request) }
-        return try await LoopbackServer.run(router, onStop: { self.releaseHanging.wake() }) { port in
-            self.state.withLock { $0.port = port }
+        try await LoopbackServer.run(router(), onStop: { self.releaseHanging.wake() }) { port in
+            serving(onPort: port)
             return try await body(self)
         }
     }
 
+    /// Its routes, for a server of the caller's (the demo's), which calls `serving(onPort:)`.
+    public func router() -> Router<BasicRequestContext> {
+        let router = Router()
+        router.get("**") { request, _ in await self.answer(request) }
+        return router
+    }
+
+    /// The port its server listens on, for the URLs above.
+    public func serving(onPort port: Int) {
+        state.withLock { $0.port = port }
+    }
+
+    /// Called with every echo request's answer and the reason for it.
+    public func onAnswer(_ observer: @escaping @Sendable (Answered) -> Void) {
+        state.withLock { $0.observer = observer }
+    }
+
     private func answer(_ request: Request) async -> Response {
+        let (response, answered) = await decide(request)
+        state.withLock { $0.observer }?(answered)
+        return response
+    }
+
+    private func decide(_ request: Request) async -> (Response, Answered) {
+        func refused(_ status: Int, _ code: Int, _ message: String, _ why: String) -> (Response, Answered) {
+            (Self.error(status, code, message), Answered(status: status, code: code, why: why, userID: nil, phoneNumber: nil))
+        }
+        func answered(_ status: Int, _ body: String, _ why: String) -> (Response, Answered) {
+            (Self.json(status, body), Answered(status: status, code: nil, why: why, userID: nil, phoneNumber: nil))
+        }
         let authorization = request.headers[.authorization]
         let (mode, failure) = state.withLock { state -> (Mode, Int?) in
             state.requests.append(RecordedRequest(method: request.method.rawValue, uri: request.uri.description, authorization: authorization))
@@ -143,30 +182,31 @@ public final class StandInProvider: Sendable {
             state.failuresLeft -= 1
             return (state.mode, state.failureStatus)
         }
-        if let failure { return Self.json(failure, #"{"errors":[{"code":131,"message":"Internal error."}]}"#) }
+        if let failure { return answered(failure, #"{"errors":[{"code":131,"message":"Internal error."}]}"#, "told to fail") }
         switch mode {
         case .normal:
             break
         case .respond(let status, let body):
-            return Self.json(status, body)
+            return answered(status, body, "told to answer so")
         case .hang:
             await releaseHanging.wait(upTo: .seconds(30))
-            return Self.json(503, #"{"errors":[{"code":130,"message":"Over capacity."}]}"#)
+            return answered(503, #"{"errors":[{"code":130,"message":"Over capacity."}]}"#, "told to hang")
         case .trickle:
-            return Response(status: .ok, body: ResponseBody { writer in
+            return (Response(status: .ok, body: ResponseBody { writer in
                 let end = ContinuousClock.now + .seconds(30)
                 while self.state.withLock({ $0.mode }) == .trickle, ContinuousClock.now < end {
                     try await writer.write(ByteBuffer(string: " "))
                     try await Task.sleep(for: .milliseconds(100))
                 }
                 try await writer.finish(nil)
-            })
+            }), Answered(status: 200, code: nil, why: "told to trickle", userID: nil, phoneNumber: nil))
         case .redirect:
-            return Response(status: .found, headers: [.location: "http://example.invalid/elsewhere"])
+            return (Response(status: .found, headers: [.location: "http://example.invalid/elsewhere"]),
+                    Answered(status: 302, code: nil, why: "told to redirect", userID: nil, phoneNumber: nil))
         }
 
         guard let authorization, let parameters = ProviderOAuth.parseHeader(authorization) else {
-            return Self.error(401, 32, "Could not authenticate you.")
+            return refused(401, 32, "Could not authenticate you.", "no readable OAuth header")
         }
         let (consumerSecret, tokenRecord, accounts, tokenFailure) = state.withLock { state in
             let token = parameters["oauth_token"] ?? ""
@@ -174,12 +214,12 @@ public final class StandInProvider: Sendable {
             if failing { state.tokenFailures[token]! -= 1 }
             return (state.consumers[parameters["oauth_consumer_key"] ?? ""], state.tokens[token], state.accounts, failing)
         }
-        if tokenFailure { return Self.json(503, #"{"errors":[{"code":130,"message":"Over capacity."}]}"#) }
-        guard let consumerSecret else { return Self.error(401, 32, "Could not authenticate you.") }
+        if tokenFailure { return answered(503, #"{"errors":[{"code":130,"message":"Over capacity."}]}"#, "told to fail this token") }
+        guard let consumerSecret else { return refused(401, 32, "Could not authenticate you.", "a consumer key it does not know") }
         guard let timestamp = parameters["oauth_timestamp"].flatMap(TimeInterval.init),
               abs(Date().timeIntervalSince1970 - timestamp) <= Self.timestampWindow
-        else { return Self.error(401, 135, "Timestamp out of bounds.") }
-        guard let tokenRecord else { return Self.error(401, 89, "Invalid or expired token.") }
+        else { return refused(401, 135, "Timestamp out of bounds.", "timestamp outside the 5-minute window") }
+        guard let tokenRecord else { return refused(401, 89, "Invalid or expired token.", "a token it never issued") }
 
         let url = "http://\(request.head.authority ?? host)\(request.uri.path)"
         let query = request.uri.query.map(ProviderOAuth.parseQuery) ?? []
@@ -189,9 +229,9 @@ public final class StandInProvider: Sendable {
         )
         guard let presented = parameters["oauth_signature"].flatMap({ Data(base64Encoded: $0) }),
               let expected = Data(base64Encoded: expected), presented == expected
-        else { return Self.error(401, 32, "Could not authenticate you.") }
+        else { return refused(401, 32, "Could not authenticate you.", "bad signature for \(tokenRecord.userID)'s token") }
         guard tokenRecord.alive, let phone = accounts[tokenRecord.userID] else {
-            return Self.error(401, 89, "Invalid or expired token.")
+            return refused(401, 89, "Invalid or expired token.", "\(tokenRecord.userID)'s token was revoked")
         }
 
         var account: [String: Any] = ["id_str": tokenRecord.userID, "created_at": "Mon Nov 23 10:15:30 +0000 2026"]
@@ -201,7 +241,8 @@ public final class StandInProvider: Sendable {
         } else {
             account["screen_name"] = "user\(tokenRecord.userID)"
         }
-        return Self.json(200, String(decoding: try! JSONSerialization.data(withJSONObject: account), as: UTF8.self))
+        return (Self.json(200, String(decoding: try! JSONSerialization.data(withJSONObject: account), as: UTF8.self)),
+                Answered(status: 200, code: nil, why: "signature checked", userID: tokenRecord.userID, phoneNumber: phone))
     }
 
     private static func error(_ status: Int, _ code: Int, _ message: String) -> Response {

@@ -9,7 +9,7 @@ import Synchronization
 public enum LoopbackServer {
     /// `host` and `port` choose where it listens (another loopback address, a fixed port).
     public static func run<Result: Sendable>(
-        _ router: Router<BasicRequestContext>, host: String = "127.0.0.1", port requested: Int = 0, logger: Logger = TestLogger.quiet,
+        _ router: Router<BasicRequestContext>, host: String = "127.0.0.1", port requested: Int = 0, logger: Logger = Logger(label: "echorelay.stand-in", factory: { _ in SwiftLogNoOpLogHandler() }),
         onStop: @escaping @Sendable () -> Void = {},
         _ body: (Int) async throws -> Result
     ) async throws -> Result {
@@ -33,7 +33,7 @@ public enum LoopbackServer {
             let listening = port.withLock { $0 }
             guard listening != 0 else {
                 try await group.next()  // the server's own error, if it gave one
-                throw TestSetupError("a loopback server stopped before it listened")
+                throw StandInError("a loopback server stopped before it listened")
             }
             defer {
                 onStop()
@@ -41,5 +41,14 @@ public enum LoopbackServer {
             }
             return try await body(listening)
         }
+    }
+}
+
+/// A stand-in that did not get what it waited for, or could not start.
+public struct StandInError: Error, CustomStringConvertible {
+    public let description: String
+
+    public init(_ description: String) {
+        self.description = description
     }
 }

@@ -1,0 +1,44 @@
+import EchoRelayCore
+import EchoRelayServer
+import Foundation
+
+/// One user session as the client app holds it: the access token and its secret. Never
+/// printed.
+struct DemoSession: Sendable {
+    let userID: String
+    let token: String
+    let tokenSecret: String
+
+    static func randomHex(_ bytes: Int) -> String {
+        var generator = SystemRandomNumberGenerator()
+        return (0..<bytes).map { _ in UInt8.random(in: .min ... .max, using: &generator) }.lowercaseHex
+    }
+
+    /// A session the provider never issued: what an attacker who wants to log a user out
+    /// can make up.
+    static func forged(userID: String) -> DemoSession {
+        DemoSession(userID: userID, token: "\(userID)-" + DemoSession.randomHex(16), tokenSecret: DemoSession.randomHex(20))
+    }
+
+    /// The OAuth Echo headers the client app hands its backend: a verify-credentials request
+    /// to `serviceProvider`, signed now with a fresh nonce, as `echorelay echo-sign` does.
+    func echo(serviceProvider: String) throws(ClientError) -> DemoEcho {
+        do {
+            let authorization = try OAuth1.authorizationHeader(
+                method: "GET", url: serviceProvider,
+                consumerKey: DemoDefaults.consumerKey, consumerSecret: DemoDefaults.consumerSecret,
+                token: token, tokenSecret: tokenSecret,
+                nonce: OAuth1.randomNonce(), timestamp: String(Int64(Date().timeIntervalSince1970))
+            )
+            return DemoEcho(service_provider: serviceProvider, authorization: authorization)
+        } catch {
+            throw ClientError("could not sign the echo request: \(error.reason)")
+        }
+    }
+}
+
+/// An event's `echo` object.
+struct DemoEcho: Encodable, Sendable {
+    let service_provider: String
+    let authorization: String
+}
