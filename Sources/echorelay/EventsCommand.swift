@@ -26,6 +26,9 @@ struct EventsCommand: AsyncParsableCommand {
                 With --user, that user's timeline (newest sequence first); without it, the events \
                 of every user, newest received first.
 
+                Types (--type):
+                \(EventType.allCases.map { "  \($0.rawValue): \($0.descriptor.summary)" }.joined(separator: "\n"))
+
                 Examples:
                   echorelay events list --user 4815162342 --type phone.changed --since 7d
                   echorelay events list --type account.deactivated --status rejected --since 1h
