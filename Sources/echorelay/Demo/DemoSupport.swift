@@ -1,10 +1,8 @@
 import Dispatch
 import EchoRelayCore
 import Foundation
-import HTTPTypes
 import Hummingbird
 import Logging
-import NIOCore
 import Synchronization
 #if canImport(Glibc)
 import Glibc
