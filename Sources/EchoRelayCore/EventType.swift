@@ -15,8 +15,9 @@ public struct EventType: Hashable, Sendable, RawRepresentable, Codable, CustomSt
     }
 
     public var descriptor: EventTypeDescriptor { Self.registry[index] }
-    public var rawValue: String { descriptor.name }
-    public var description: String { descriptor.name }
+    // The name alone, not a copy of the whole descriptor: rows and bodies ask for it often.
+    public var rawValue: String { Self.registry[index].name }
+    public var description: String { rawValue }
 
     /// Every type EchoRelay accepts, in the order help texts and the console list them.
     public static let allCases: [EventType] = registry.indices.map(EventType.init(index:))
