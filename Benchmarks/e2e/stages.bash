@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # serve's CPU per event by stage, for profiling (not part of scripts/bench's figures): one
 # release serve on a durable PostgreSQL, nginx as provider and subscribers (nginx.conf), and
-# the pacer at RATE events/s for SECS seconds after a 3 s warm-up. Compare stages by running
+# the pacer at RATE events/s for SECS seconds after a 3 s warm-up; with subscribers, where each
+# event's latency went, stage by stage (stage-latency.py). Compare stages by running
 # it with SUBS=0 ROLE=ingest (ingest alone), SUBS=0 ROLE=all (ingest and verification) and
 # SUBS=2 ROLE=all (the whole pipeline, as the e2e part). Prints serve's CPU and context
 # switches per event and the top statements. DRAIN=1 also times the drain after an
@@ -66,4 +67,5 @@ sleep 3
 t1=$(ticks $SV); s1=$(sw $SV); a1=$EPOCHREALTIME
 python3 -c "n=$N; print(f'RATE=$RATE SUBS=$SUBS ROLE=$ROLE serve cpu ms/event={($t1-$t0)/100*1000/n:.3f} switches/event={($s1-$s0)/n:.1f} window={$a1-$a0:.1f}s')"
 echo "delivered: $(wc -l <$W/subscriber-a.log) $(wc -l <$W/subscriber-b.log)"
+(( SUBS == 0 )) || python3 Benchmarks/e2e/stage-latency.py $W/pace.tsv "$DBURL" $W/subscriber-a.log $( (( SUBS > 1 )) && echo $W/subscriber-b.log)
 psql -XAt -F $'\t' "$DBURL" -c "SELECT calls, rows, round(total_exec_time::numeric,1), round((total_exec_time / nullif(calls, 0))::numeric, 3), left(regexp_replace(query,'\s+',' ','g'),90) FROM pg_stat_statements ORDER BY calls DESC LIMIT 12"
