@@ -29,9 +29,9 @@ claim_fill() {  # DBURL BLOCKED: a fresh database with the backlog
     prepare_point "$1"
     sql "$1" -c "SELECT pg_stat_statements_reset()" >/dev/null
 }
-claim_statement() {  # DBURL: "calls mean_exec_ms mean_plan_ms rows_per_call" of the claim (the file's first statement, by its first line)
+claim_statement() {  # DBURL: "calls mean_exec_ms mean_plan_ms rows_per_call plans" of the claim (the file's first statement, by its first line)
     psql -XAt -F ' ' "$1" -v head="$(grep -v -e '^--' -e '^\\' "$CLAIM_SQL" | head -1)" <<'SQL'
-SELECT calls, round(mean_exec_time::numeric, 3), round(mean_plan_time::numeric, 3), round(rows::numeric / greatest(calls, 1), 1)
+SELECT calls, round(mean_exec_time::numeric, 3), round(mean_plan_time::numeric, 3), round(rows::numeric / greatest(calls, 1), 1), plans
 FROM pg_stat_statements
 WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) AND left(query, length(:'head')) = :'head'
 SQL
@@ -50,7 +50,7 @@ claim_point() {  # BLOCKED: one backlog size, pgbench then the worker
     finished="$(delivered "$db")"
     left_ready="$(psql -XAt "$db" -c "SELECT count(*) FROM deliveries WHERE status = 'pending' AND user_id LIKE 'ready_%'")"
     save_statements "$db" "$OUT/claim/statements-$blocked.tsv"
-    echo "pgbench blocked=$blocked ready=$(( 2 * CLAIM_READY )) calls=${s[0]:-0} mean_exec_ms=${s[1]:-} mean_plan_ms=${s[2]:-} rows_per_call=${s[3]:-}" \
+    echo "pgbench blocked=$blocked ready=$(( 2 * CLAIM_READY )) calls=${s[0]:-0} mean_exec_ms=${s[1]:-} mean_plan_ms=${s[2]:-} rows_per_call=${s[3]:-} plans=${s[4]:-}" \
         "per_s=$(python3 -c "print(round($finished / $SECONDS_EACH))") ran_dry=$([[ "$left_ready" == 0 ]] && echo yes || echo no)" \
         >>"$OUT/claim/figures.txt"
     progress "claim behind $blocked blocked deliveries, pgbench: ${s[1]:-?} ms a call (${s[0]:-0} calls, ${s[3]:-?} rows each), $finished finished in $SECONDS_EACH s"
@@ -68,9 +68,10 @@ claim_point() {  # BLOCKED: one backlog size, pgbench then the worker
     sleep "$SECONDS_EACH"
     after="$(delivered "$db")"
     read -r -a s <<<"$(claim_statement "$db")"
+    save_statements "$db" "$OUT/claim/statements-worker-$blocked.tsv"
     stop_serve claim
     left_ready="$(psql -XAt "$db" -c "SELECT count(*) FROM deliveries WHERE status = 'pending' AND user_id LIKE 'ready_%'")"
-    echo "worker blocked=$blocked ready=$(( 2 * CLAIM_READY )) calls=${s[0]:-0} mean_exec_ms=${s[1]:-} mean_plan_ms=${s[2]:-} rows_per_call=${s[3]:-}" \
+    echo "worker blocked=$blocked ready=$(( 2 * CLAIM_READY )) calls=${s[0]:-0} mean_exec_ms=${s[1]:-} mean_plan_ms=${s[2]:-} rows_per_call=${s[3]:-} plans=${s[4]:-}" \
         "per_s=$(python3 -c "print(round(($after - $before) / $SECONDS_EACH))") ran_dry=$([[ "$left_ready" == 0 ]] && echo yes || echo no)" \
         >>"$OUT/claim/figures.txt"
     progress "claim behind $blocked blocked deliveries, worker: ${s[1]:-?} ms a call (${s[0]:-0} calls), $(( after - before )) finished in $SECONDS_EACH s"
