@@ -31,7 +31,7 @@ WITH busy AS (
         SELECT d.id, d.subscription_id, d.user_id, d.sequence, d.attempts, d.due_at FROM deliveries d
         WHERE d.subscription_id = o.id AND d.status = 'pending' AND d.parked_at IS NULL AND d.due_at <= now()
         ORDER BY d.due_at
-        LIMIT o.room + 32
+        LIMIT o.room + 8
         FOR UPDATE SKIP LOCKED
     ) d
 ), parked AS (
