@@ -101,6 +101,19 @@ public struct RelayMetrics: Sendable {
         backlog.record(count)
     }
 
+    /// What each series means, for the exposition's `# HELP` lines (metrics made through
+    /// swift-metrics carry none of their own).
+    public static let helpTexts: [String: String] = [
+        "echorelay_events_received_total": "Events pushed to POST /v1/events, by type and by what became of them.",
+        "echorelay_security_events_received_total": "Security Event Tokens pushed to POST /v1/sets, by what became of them.",
+        "echorelay_verification_outcomes_total": "Events whose OAuth Echo check ended, by outcome and reason.",
+        "echorelay_deliveries_total": "Delivery attempts, by what followed: delivered, retry or dead.",
+        deliveryAttemptDuration: "How long each delivery attempt took, from sending to the subscriber's answer.",
+        "echorelay_replays_total": "Replays asked for, of one event or in bulk.",
+        commitBatchSize: "Requests each shared commit carried, by group.",
+        backlogEvents: "Events received and not yet final for every subscription (the backlog ECHORELAY_BACKLOG_LIMIT bounds).",
+    ]
+
     public static let backlogEvents = "echorelay_backlog_events"
     public static let deliveryAttemptDuration = "echorelay_delivery_attempt_duration_seconds"
     public static let commitBatchSize = "echorelay_commit_batch_size"

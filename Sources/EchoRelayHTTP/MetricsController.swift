@@ -4,6 +4,7 @@ import Hummingbird
 import Logging
 import NIOCore
 import Prometheus
+import Synchronization
 
 /// `GET /metrics`: this process's counters and timers in the Prometheus text format, plus
 /// the queues read from the database at each scrape (they are shared by every process).
@@ -11,6 +12,7 @@ import Prometheus
 struct MetricsController<Context: RequestContext>: Sendable {
     let store: any QueueStatsStore
     let registry: PrometheusCollectorRegistry
+    let subscriptionGauges = SubscriptionGauges()
 
     func addRoutes(to router: Router<Context>) {
         router.get("/metrics") { _, context in
@@ -19,14 +21,33 @@ struct MetricsController<Context: RequestContext>: Sendable {
                     registry.makeGauge(descriptor: Self.depth, labels: [("kind", queue.kind)]).set(Double(queue.depth))
                     registry.makeGauge(descriptor: Self.oldestDueAge, labels: [("kind", queue.kind)]).set(queue.oldestDueAge)
                 }
+                subscriptionGauges.show(try await store.subscriptionHealth(), in: registry)
             } catch {
                 // The counters are still worth a scrape when the database is away.
                 context.logger.warning("queue figures unavailable for /metrics", metadata: ["error": "\(error)"])
             }
             var headers = HTTPFields()
             headers[.contentType] = "text/plain; version=0.0.4; charset=utf-8"
-            return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: registry.emitToBuffer())))
+            return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: Self.withHelp(registry.emitToString()))))
         }
+    }
+
+    /// The exposition with a `# HELP` line before each family that has none (Prometheus's
+    /// linter asks for one), from `RelayMetrics.helpTexts`.
+    static func withHelp(_ exposition: String) -> String {
+        var out = ""
+        out.reserveCapacity(exposition.utf8.count + 1024)
+        var previous: Substring = ""
+        for line in exposition.split(separator: "\n", omittingEmptySubsequences: false) {
+            if line.hasPrefix("# TYPE "), !previous.hasPrefix("# HELP "),
+               let name = line.dropFirst(7).split(separator: " ").first, let help = RelayMetrics.helpTexts[String(name)] {
+                out += "# HELP \(name) \(help)\n"
+            }
+            out += line
+            out += "\n"
+            previous = line
+        }
+        return String(out.dropLast())
     }
 
     static var depth: MetricNameDescriptor {
@@ -38,6 +59,57 @@ struct MetricsController<Context: RequestContext>: Sendable {
         MetricNameDescriptor(
             namespace: "echorelay", metricName: "queue_oldest_due_age", unitName: "seconds",
             helpText: "How long the longest-waiting due item of each kind has been due."
+        )
+    }
+}
+
+/// Each subscription's health as gauges labelled with its id (subscriptions are few, and an
+/// alert must say which one); a deleted subscription's series are removed.
+final class SubscriptionGauges: Sendable {
+    private let shown = Mutex<Set<String>>([])
+
+    func show(_ health: [SubscriptionHealth], in registry: PrometheusCollectorRegistry) {
+        for subscription in health {
+            let labels = [("subscription", subscription.subscriptionID)]
+            registry.makeGauge(descriptor: Self.enabled, labels: labels).set(subscription.enabled ? 1.0 : 0.0)
+            registry.makeGauge(descriptor: Self.disabledAutomatically, labels: labels).set(subscription.disabledAutomatically ? 1.0 : 0.0)
+            registry.makeGauge(descriptor: Self.failing, labels: labels).set(subscription.failingFor)
+            registry.makeGauge(descriptor: Self.oldestDueAge, labels: labels).set(subscription.oldestDueAge)
+        }
+        let current = Set(health.map(\.subscriptionID))
+        let gone = shown.withLock { shown in
+            defer { shown = current }
+            return shown.subtracting(current)
+        }
+        for id in gone {
+            for descriptor in [Self.enabled, Self.disabledAutomatically, Self.failing, Self.oldestDueAge] {
+                registry.unregisterGauge(registry.makeGauge(descriptor: descriptor, labels: [("subscription", id)]))
+            }
+        }
+    }
+
+    static var enabled: MetricNameDescriptor {
+        MetricNameDescriptor(
+            namespace: "echorelay", metricName: "subscription_enabled",
+            helpText: "1 while the subscription is enabled, 0 while it is disabled."
+        )
+    }
+    static var disabledAutomatically: MetricNameDescriptor {
+        MetricNameDescriptor(
+            namespace: "echorelay", metricName: "subscription_auto_disabled",
+            helpText: "1 when EchoRelay disabled the subscription itself: its endpoint answered 410, or every delivery failed for ECHORELAY_DISABLE_AFTER."
+        )
+    }
+    static var failing: MetricNameDescriptor {
+        MetricNameDescriptor(
+            namespace: "echorelay", metricName: "subscription_failing", unitName: "seconds",
+            helpText: "How long every attempt to the subscription has failed (since its first failure after its last success); 0 while it succeeds."
+        )
+    }
+    static var oldestDueAge: MetricNameDescriptor {
+        MetricNameDescriptor(
+            namespace: "echorelay", metricName: "subscription_oldest_due_age", unitName: "seconds",
+            helpText: "How long the subscription's longest-waiting due delivery has been due; 0 when none is due."
         )
     }
 }

@@ -103,7 +103,7 @@ struct SubscriptionsController<Context: RequestContext>: Sendable {
     private func setEnabled(_ request: Request, _ context: Context, _ enabled: Bool) async throws -> Response {
         let (principal, subscription) = try await owned(request, context)
         guard let changed = try await store.setSubscriptionEnabled(
-            id: subscription.id, enabled, reason: enabled ? nil : "disabled by \(principal.name)"
+            id: subscription.id, enabled, reason: enabled ? nil : SubscriptionHealth.disabledByPersonPrefix + principal.name
         ) else { throw Problem.notFound("no subscription with id \"\(subscription.id)\"") }
         await audit(principal, enabled ? "subscription.enable" : "subscription.disable", subscription.id, context)
         return try JSONResponse.make(API.Subscription(changed))

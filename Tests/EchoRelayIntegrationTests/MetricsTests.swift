@@ -51,6 +51,43 @@ import TestSupport
         }
     }
 
+    /// The series docs/alerts.yml reads are the ones a real scrape shows, each subscription's
+    /// health among them (labelled by its id, gone with it), and promtool lints the scrape clean.
+    @Test func aScrapeCarriesEverySeriesTheAlertsReadAndPassesPromtool() async throws {
+        try await EchoFixture.run { f in
+            try await StandInSubscriber().run { subscriber in
+                let subscription = try await f.subscribe(url: subscriber.url())
+                let id = try #require(subscription["id"] as? String)
+                subscriber.setSecrets([try #require(subscription["secret"] as? String)])
+                _ = try await f.pushVerified("token.rotated", userID: "m3", session: try f.session("m3"))
+                try await subscriber.waitForDeliveries(count: 1, within: .seconds(20))
+
+                let scrape = try await f.server.http.get("/metrics").text
+                let metrics = PrometheusText(scrape)
+                #expect(metrics["echorelay_subscription_enabled", ["subscription": id]] == 1)
+                #expect(metrics["echorelay_subscription_auto_disabled", ["subscription": id]] == 0)
+                #expect(metrics["echorelay_subscription_failing_seconds", ["subscription": id]] == 0)
+                #expect(metrics["echorelay_subscription_oldest_due_age_seconds", ["subscription": id]] == 0)
+                let named = Set(try String(contentsOf: AlertRulesTests.rules, encoding: .utf8)
+                    .matches(of: /echorelay_[a-z_]+/).map { String($0.output) })
+                #expect(named.count >= 7)
+                for name in named {
+                    #expect(scrape.contains("\n\(name){") || scrape.contains("\n\(name) "), "the alerts read \(name), which /metrics does not show")
+                }
+                let linted = try await Promtool.run(["check", "metrics"], input: Data(scrape.utf8))
+                #expect(linted.status == 0, "\(linted.output)")
+
+                let admin = [("Authorization", "Bearer \(LiveServer.adminToken)")]
+                #expect(try await f.server.http.send(.POST, "/v1/subscriptions/\(id)/disable", headers: admin).status == 200)
+                let disabled = PrometheusText(try await f.server.http.get("/metrics").text)
+                #expect(disabled["echorelay_subscription_enabled", ["subscription": id]] == 0)
+                #expect(disabled["echorelay_subscription_auto_disabled", ["subscription": id]] == 0, "a person disabled it")
+                #expect(try await f.server.http.send(.DELETE, "/v1/subscriptions/\(id)", headers: admin).status == 204)
+                #expect(!(try await f.server.http.get("/metrics").text).contains(id), "a deleted subscription's series are gone")
+            }
+        }
+    }
+
     @Test func theQueueShowsWorkThatNoWorkerHasTaken() async throws {
         // An ingest-only process: the event waits for a worker that is not there.
         try await LiveServer.run(role: .ingest) { server in

@@ -387,6 +387,48 @@ import TestSupport
         }
     }
 
+    /// What the alerts read (docs/alerts.yml): each subscription's state, how long it has
+    /// failed, how long its oldest due delivery has waited, and whether EchoRelay or a
+    /// person disabled it.
+    @Test(arguments: StoreKind.all)
+    func subscriptionHealthShowsFailuresWaitingDeliveriesAndWhoDisabled(kind: StoreKind) async throws {
+        try await StoreHarness.withStore(kind) { store in
+            let waiting = try await store.subscribe(types: [.tokenRotated], ordered: false)
+            let failing = try await store.subscribe(types: [.phoneChanged], ordered: false)
+            let paused = try await store.subscribe(types: [.accountDeactivated], ordered: false)
+            let deleted = try await store.subscribe(types: [.accountDeactivated], ordered: false)
+            #expect(try await store.deleteSubscription(id: deleted.id))
+            let fresh = try await store.subscriptionHealth()
+            #expect(fresh.map(\.subscriptionID) == [waiting.id, failing.id, paused.id], "deleted subscriptions are not shown")
+            #expect(fresh.allSatisfy { $0.enabled && !$0.disabledAutomatically && $0.failingFor == 0 && $0.oldestDueAge == 0 })
+
+            try await store.ingest("t1", user: "a")
+            try await store.ingest("p1", user: "b", type: .phoneChanged, phone: "+15550001111")
+            try await store.verifyAll()
+            let phone = try #require(try await store.claimAllDeliveries().first { $0.subscriptionID == failing.id })
+            try await store.finish(phone, .retry(after: .seconds(60)), status: 503)
+            try await Task.sleep(for: .milliseconds(1100))
+            _ = try await store.setSubscriptionEnabled(id: paused.id, false, reason: SubscriptionHealth.disabledByPersonPrefix + "ops")
+
+            let health = Dictionary(uniqueKeysWithValues: try await store.subscriptionHealth().map { ($0.subscriptionID, $0) })
+            // t1's delivery was claimed with p1's and its lease has not ended: in flight, not waiting.
+            #expect(health[waiting.id]?.oldestDueAge == 0 && health[waiting.id]?.failingFor == 0)
+            #expect((health[failing.id]?.failingFor ?? 0) >= 1, "failing since its first failed attempt")
+            #expect(health[failing.id]?.oldestDueAge == 0, "its delivery waits for its retry, not due yet")
+            #expect(health[paused.id]?.enabled == false && health[paused.id]?.disabledAutomatically == false)
+
+            // A delivery due and taken by nobody waits; a 410 disables its subscription automatically.
+            try await store.ingest("t2", user: "c")
+            try await store.verifyAll()
+            try await Task.sleep(for: .milliseconds(1100))
+            #expect((try await store.subscriptionHealth().first { $0.subscriptionID == waiting.id }?.oldestDueAge ?? 0) >= 1)
+            let gone = try #require(try await store.claimAllDeliveries().first { $0.eventID == "t2" })
+            try await store.finish(gone, .dead(disableSubscription: "the subscriber answered 410 Gone"), status: 410)
+            let after = try #require(try await store.subscriptionHealth().first { $0.subscriptionID == waiting.id })
+            #expect(!after.enabled && after.disabledAutomatically)
+        }
+    }
+
     @Test(arguments: StoreKind.all)
     func deletingASubscriptionCancelsItsPendingDeliveries(kind: StoreKind) async throws {
         try await StoreHarness.withStore(kind) { store in
