@@ -230,3 +230,53 @@ extension API {
         }
     }
 }
+
+extension API {
+    /// One of a subscription's deliveries, as its own list shows it (schema
+    /// `SubscriptionDelivery`); its attempts are listed on their own.
+    public struct SubscriptionDelivery: Codable, Sendable, Equatable {
+        /// The delivery's id: the cursor of its list, and the path of its attempts.
+        public var id: Int64
+        public var event_id: String
+        public var user_id: String
+        public var type: String
+        public var sequence: Int64
+        @Nullable public var replay_id: String?
+        public var webhook_id: String
+        public var status: String
+        /// Tries started so far.
+        public var attempts: Int
+        public var created_at: String
+        @Nullable public var finished_at: String?
+        @Nullable public var next_attempt_at: String?
+        /// The last attempt's HTTP status; null before any attempt or when none answered.
+        @Nullable public var last_status_code: Int?
+
+        public init(id: Int64, event_id: String, user_id: String, type: String, sequence: Int64, replay_id: String?,
+                    webhook_id: String, status: String, attempts: Int, created_at: String, finished_at: String?,
+                    next_attempt_at: String?, last_status_code: Int?) {
+            self.id = id
+            self.event_id = event_id
+            self.user_id = user_id
+            self.type = type
+            self.sequence = sequence
+            self.replay_id = replay_id
+            self.webhook_id = webhook_id
+            self.status = status
+            self.attempts = attempts
+            self.created_at = created_at
+            self.finished_at = finished_at
+            self.next_attempt_at = next_attempt_at
+            self.last_status_code = last_status_code
+        }
+    }
+
+    /// A delivery's attempts, oldest first (schema `DeliveryAttemptList`).
+    public struct DeliveryAttemptList: Codable, Sendable, Equatable {
+        public var attempts: [DeliveryAttempt]
+
+        public init(attempts: [DeliveryAttempt]) {
+            self.attempts = attempts
+        }
+    }
+}

@@ -41,6 +41,18 @@ extension API.DeliveryAttempt {
     }
 }
 
+extension API.SubscriptionDelivery {
+    init(_ delivery: SubscriptionDelivery) {
+        self.init(
+            id: delivery.id, event_id: delivery.eventID, user_id: delivery.userID, type: delivery.type.rawValue,
+            sequence: delivery.sequence, replay_id: delivery.replayID, webhook_id: delivery.webhookID,
+            status: delivery.status.rawValue, attempts: delivery.attempts, created_at: RFC3339.format(delivery.createdAt),
+            finished_at: delivery.finishedAt.map(RFC3339.format), next_attempt_at: delivery.nextAttemptAt.map(RFC3339.format),
+            last_status_code: delivery.lastStatusCode
+        )
+    }
+}
+
 extension API.TimelineEvent {
     init(_ entry: TimelineEntry) {
         let event = entry.event, counts = entry.deliveries

@@ -51,6 +51,16 @@ struct QueryReader {
         return values
     }
 
+    /// One value read by `parse`.
+    mutating func one<Value>(_ name: String, expected: String, _ parse: (String) -> Value?) -> Value? {
+        guard let text = string(name) else { return nil }
+        guard let value = parse(text) else {
+            problems.append(.init(field: name, reason: "must be \(expected), got \"\(text.prefix(40))\""))
+            return nil
+        }
+        return value
+    }
+
     mutating func time(_ name: String) -> Date? {
         guard let text = string(name) else { return nil }
         guard let date = RFC3339.parse(text) else {

@@ -74,6 +74,7 @@ public func buildRouter(servesAPI: Bool = true, _ dependencies: HTTPDependencies
     SubscriptionsController(
         store: dependencies.store, authorizer: dependencies.authorizer, urlPolicy: dependencies.subscriberURLPolicy
     ).addRoutes(to: router)
+    SubscriptionDeliveriesController(store: dependencies.store, authorizer: dependencies.authorizer).addRoutes(to: router)
     ConsoleController(
         store: dependencies.store,
         sessions: ConsoleSessions(store: dependencies.store, authorizer: dependencies.authorizer, now: dependencies.now),

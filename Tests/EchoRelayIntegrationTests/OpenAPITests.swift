@@ -127,7 +127,11 @@ import TestSupport
                                   detail: "id: is required", errors: [.init(field: "id", reason: "is required")])
         let bodies: [(String, any Encodable)] = [
             ("Event", event), ("Delivery", delivery), ("DeliveryAttempt", attempt), ("TimelineEvent", timeline), ("User", user),
-            ("DeadLetter", letter), ("ReplayReceipt", receipt),
+            ("DeadLetter", letter), ("ReplayReceipt", receipt), ("DeliveryAttemptList", API.DeliveryAttemptList(attempts: [attempt])),
+            ("SubscriptionDelivery", API.SubscriptionDelivery(
+                id: 7, event_id: "evt_1", user_id: "42", type: "token.rotated", sequence: 1, replay_id: nil, webhook_id: "msg_1",
+                status: "pending", attempts: 1, created_at: "2026-01-31T12:00:00Z", finished_at: nil,
+                next_attempt_at: "2026-01-31T12:01:00Z", last_status_code: 503)),
             ("Subscription", subscription), ("SubscriptionWithSecret", withSecret), ("Problem", problem),
             ("Replay", replay), ("AuditEntry", audit), ("SecurityEvent", set),
             // What the CLI sends, every optional member set.
@@ -426,6 +430,15 @@ import TestSupport
                                    json: ["reason": "nothing is dead there", "subscription_id": mainID]).status == 200)
         #expect(try await log.send(.POST, "/v1/dead-letters/redrive", token: admin, validate: false,
                                    json: ["reason": "r", "until": "2020-01-01T00:00:00Z", "since": "2021-01-01T00:00:00Z"]).status == 422)
+
+        // A subscription's own deliveries and their attempts (the 410 answered one is dead).
+        let goneDeliveries = try #require(try await log.send(.GET, "/v1/subscriptions/\(goneID)/deliveries?limit=1", token: support).json)
+        let goneDelivery = try #require((goneDeliveries["deliveries"] as? [[String: Any]])?.first?["id"] as? Int)
+        #expect(try await log.send(.GET, "/v1/subscriptions/\(mainID)/deliveries?status=delivered&type=token.rotated&since=2020-01-01T00:00:00Z",
+                                   token: admin).status == 200)
+        #expect(try await log.send(.GET, "/v1/subscriptions/\(goneID)/deliveries/\(goneDelivery)/attempts", token: admin).status == 200)
+        #expect(try await log.send(.GET, "/v1/subscriptions/\(goneID)/deliveries?status=sent", token: admin, validate: false).status == 400)
+        #expect(try await log.send(.GET, "/v1/subscriptions/\(mainID)/deliveries/\(goneDelivery)/attempts", token: admin).status == 404)
 
         // Audit.
         let audit = try #require(try await log.send(.GET, "/v1/audit?limit=2", token: admin).json)

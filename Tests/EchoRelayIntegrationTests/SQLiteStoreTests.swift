@@ -145,7 +145,7 @@ import Glibc
             let before = try await store.deliveries(eventID: "evt_1").count
             #expect(before == 1)
 
-            #expect(try await store.migrate() == [7])
+            #expect(try await store.migrate() == [7, 8])
             let stored = try #require(try await store.event(id: "evt_1"))
             #expect(stored.status == .verified && stored.type == .tokenRotated && stored.sequence == 1)
             #expect(try await store.deliveries(eventID: "evt_1").count == before)

@@ -430,6 +430,42 @@ import TestSupport
     }
 
     @Test(arguments: StoreKind.all)
+    func aSubscriptionsDeliveriesAreListedNewestFirstFilteredPagedAndTheirAttemptsShown(kind: StoreKind) async throws {
+        try await StoreHarness.withStore(kind) { store in
+            let mine = try await store.subscribe(ordered: false)
+            let other = try await store.subscribe(ordered: false)
+            try await store.ingest("e1", user: "a")
+            try await store.ingest("e2", user: "b", type: .phoneChanged, phone: "+15550001111")
+            try await store.ingest("e3", user: "a")
+            try await store.verifyAll()
+            for task in try await store.claimAllDeliveries() where task.subscriptionID == mine.id {
+                try await store.finish(task, task.eventID == "e2" ? .retry(after: .seconds(60)) : .delivered, status: task.eventID == "e2" ? 503 : 200)
+            }
+            let all = try await store.subscriptionDeliveries(subscriptionID: mine.id, SubscriptionDeliveryFilter(), beforeID: nil, limit: 10)
+            #expect(all.map(\.eventID) == ["e3", "e2", "e1"])
+            #expect(all.map(\.status) == [.delivered, .pending, .delivered])
+            #expect(all[1].lastStatusCode == 503 && all[1].nextAttemptAt != nil && all[1].type == .phoneChanged && all[1].attempts == 1)
+            #expect(all[0].userID == "a" && all[0].sequence == 2 && all[0].finishedAt != nil)
+            func ids(_ filter: SubscriptionDeliveryFilter, before: Int64? = nil, limit: Int = 10) async throws -> [String] {
+                try await store.subscriptionDeliveries(subscriptionID: mine.id, filter, beforeID: before, limit: limit).map(\.eventID)
+            }
+            #expect(try await ids(SubscriptionDeliveryFilter(userID: "a")) == ["e3", "e1"])
+            #expect(try await ids(SubscriptionDeliveryFilter(status: .pending)) == ["e2"])
+            #expect(try await ids(SubscriptionDeliveryFilter(type: .phoneChanged)) == ["e2"])
+            #expect(try await ids(SubscriptionDeliveryFilter(since: Date(timeIntervalSinceNow: 3600))).isEmpty)
+            #expect(try await ids(SubscriptionDeliveryFilter(until: Date(timeIntervalSinceNow: 3600))).count == 3)
+            #expect(try await ids(SubscriptionDeliveryFilter(), before: all[0].id, limit: 1) == ["e2"])
+
+            let attempts = try #require(try await store.deliveryAttempts(subscriptionID: mine.id, deliveryID: all[1].id))
+            #expect(attempts.map(\.statusCode) == [503])
+            let untried = try #require(try await store.subscriptionDeliveries(subscriptionID: other.id, SubscriptionDeliveryFilter(),
+                                                                             beforeID: nil, limit: 1).first)
+            #expect(try await store.deliveryAttempts(subscriptionID: other.id, deliveryID: untried.id) == [], "a delivery not yet tried")
+            #expect(try await store.deliveryAttempts(subscriptionID: other.id, deliveryID: all[1].id) == nil, "another subscription's")
+        }
+    }
+
+    @Test(arguments: StoreKind.all)
     func deletingASubscriptionCancelsItsPendingDeliveries(kind: StoreKind) async throws {
         try await StoreHarness.withStore(kind) { store in
             let subscription = try await store.subscribe()

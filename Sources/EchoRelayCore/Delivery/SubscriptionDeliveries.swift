@@ -1,0 +1,67 @@
+import Foundation
+
+/// Which of a subscription's deliveries to list (`GET /v1/subscriptions/{id}/deliveries`).
+public struct SubscriptionDeliveryFilter: Sendable, Equatable {
+    public var status: DeliveryStatus?
+    public var type: EventType?
+    public var userID: String?
+    /// On the time the delivery was made: `since` inclusive, `until` exclusive.
+    public var since: Date?
+    public var until: Date?
+
+    public init(status: DeliveryStatus? = nil, type: EventType? = nil, userID: String? = nil, since: Date? = nil, until: Date? = nil) {
+        self.status = status
+        self.type = type
+        self.userID = userID
+        self.since = since
+        self.until = until
+    }
+}
+
+/// One delivery in a subscription's list: what it carries and where it stands. Its attempts
+/// are listed on their own.
+public struct SubscriptionDelivery: Sendable, Equatable {
+    public var id: Int64
+    public var eventID: String
+    public var userID: String
+    public var type: EventType
+    public var sequence: Int64
+    public var replayID: String?
+    public var webhookID: String
+    public var status: DeliveryStatus
+    public var attempts: Int
+    public var createdAt: Date
+    public var finishedAt: Date?
+    /// When it is tried next, while pending.
+    public var nextAttemptAt: Date?
+    /// The last attempt's HTTP status; nil before any attempt or when none answered.
+    public var lastStatusCode: Int?
+
+    public init(id: Int64, eventID: String, userID: String, type: EventType, sequence: Int64, replayID: String?, webhookID: String,
+                status: DeliveryStatus, attempts: Int, createdAt: Date, finishedAt: Date?, nextAttemptAt: Date?, lastStatusCode: Int?) {
+        self.id = id
+        self.eventID = eventID
+        self.userID = userID
+        self.type = type
+        self.sequence = sequence
+        self.replayID = replayID
+        self.webhookID = webhookID
+        self.status = status
+        self.attempts = attempts
+        self.createdAt = createdAt
+        self.finishedAt = finishedAt
+        self.nextAttemptAt = nextAttemptAt
+        self.lastStatusCode = lastStatusCode
+    }
+}
+
+/// A subscription's own deliveries, for the app backend that owns it.
+public protocol SubscriptionDeliveryStore: Sendable {
+    /// Newest first (by id), those before `beforeID`.
+    func subscriptionDeliveries(subscriptionID: String, _ filter: SubscriptionDeliveryFilter, beforeID: Int64?,
+                                limit: Int) async throws -> [SubscriptionDelivery]
+
+    /// The attempts of one of the subscription's deliveries, oldest first; nil when the
+    /// subscription has no delivery with that id.
+    func deliveryAttempts(subscriptionID: String, deliveryID: Int64) async throws -> [DeliveryAttempt]?
+}
