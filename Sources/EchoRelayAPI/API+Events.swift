@@ -280,3 +280,20 @@ extension API {
         }
     }
 }
+
+extension API {
+    /// What a test delivery did (schema `TestDeliveryResult`).
+    public struct TestDeliveryResult: Codable, Sendable, Equatable {
+        /// The test's own `webhook-id`, fresh each time.
+        public var webhook_id: String
+        /// True when the subscriber answered 2xx.
+        public var delivered: Bool
+        public var attempt: DeliveryAttempt
+
+        public init(webhook_id: String, delivered: Bool, attempt: DeliveryAttempt) {
+            self.webhook_id = webhook_id
+            self.delivered = delivered
+            self.attempt = attempt
+        }
+    }
+}

@@ -3,7 +3,7 @@ import Foundation
 /// Everything EchoRelay stores, behind one name: PostgreSQL and the embedded SQLite store implement it all.
 public typealias EchoRelayStore = EventStore & SubscriptionStore & DeliveryStore & AccessTokenStore & ReplayStore & AuditStore
     & TimelineStore & DeadLetterStore & QueueStatsStore & ConsoleSessionStore & BacklogStore & SecurityEventStore
-    & SubscriptionDeliveryStore
+    & SubscriptionDeliveryStore & TestDeliveryStore
 
 /// The storage behind EchoRelay: PostgreSQL for production and several processes, SQLite
 /// embedded for one. Every method is one atomic step: it either happens whole or not at all.

@@ -32,9 +32,8 @@ extension API.Delivery {
 
 extension API.DeliveryAttempt {
     init(_ attempt: EchoRelayCore.DeliveryAttempt) {
-        let (seconds, attoseconds) = attempt.duration.components
         self.init(
-            started_at: RFC3339.format(attempt.startedAt), duration_ms: Int(seconds * 1000 + attoseconds / 1_000_000_000_000_000),
+            started_at: RFC3339.format(attempt.startedAt), duration_ms: attempt.durationMilliseconds,
             status_code: attempt.statusCode, error_kind: attempt.errorKind?.rawValue, error: attempt.error,
             response_head: attempt.responseHead
         )

@@ -22,15 +22,19 @@ public struct HTTPDependencies: Sendable {
     public var backlog: BacklogLimit?
     /// `POST /v1/sets`, for a Shared Signals transmitter; nil: not configured (404).
     public var securityEvents: SecurityEventReceiver?
+    /// `POST /v1/subscriptions/{id}/test`; nil: not served (404).
+    public var sendTestDelivery: SendTestDelivery?
 
     public init(
         store: any EchoRelayStore, subscriberURLPolicy: SubscriberURLPolicy, ingestSecrets: [WebhookSecret],
         authorizer: BearerAuthorizer, requestTimeout: Duration = .seconds(30),
         metrics: RelayMetrics = RelayMetrics(), metricsRegistry: PrometheusCollectorRegistry = PrometheusCollectorRegistry(),
-        backlog: BacklogLimit? = nil, securityEvents: SecurityEventReceiver? = nil, now: @escaping @Sendable () -> Date = { Date() },
+        backlog: BacklogLimit? = nil, securityEvents: SecurityEventReceiver? = nil, sendTestDelivery: SendTestDelivery? = nil,
+        now: @escaping @Sendable () -> Date = { Date() },
         workCreated: @escaping @Sendable (WorkKind) -> Void = { _ in }
     ) {
         self.securityEvents = securityEvents
+        self.sendTestDelivery = sendTestDelivery
         self.requestTimeout = requestTimeout
         self.backlog = backlog
         self.metrics = metrics
@@ -74,7 +78,8 @@ public func buildRouter(servesAPI: Bool = true, _ dependencies: HTTPDependencies
     SubscriptionsController(
         store: dependencies.store, authorizer: dependencies.authorizer, urlPolicy: dependencies.subscriberURLPolicy
     ).addRoutes(to: router)
-    SubscriptionDeliveriesController(store: dependencies.store, authorizer: dependencies.authorizer).addRoutes(to: router)
+    SubscriptionDeliveriesController(store: dependencies.store, authorizer: dependencies.authorizer,
+                                     sendTestDelivery: dependencies.sendTestDelivery).addRoutes(to: router)
     ConsoleController(
         store: dependencies.store,
         sessions: ConsoleSessions(store: dependencies.store, authorizer: dependencies.authorizer, now: dependencies.now),

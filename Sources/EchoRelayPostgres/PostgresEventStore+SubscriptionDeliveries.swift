@@ -67,3 +67,33 @@ extension PostgresEventStore: SubscriptionDeliveryStore {
         }
     }
 }
+
+extension PostgresEventStore: TestDeliveryStore {
+    public func signingSecrets(subscriptionID: String) async throws -> [Secret]? {
+        do {
+            let rows = try await client.query("""
+                SELECT secret, CASE WHEN previous_secret_expires_at > now() THEN previous_secret END
+                FROM subscriptions WHERE id = \(subscriptionID) AND deleted_at IS NULL
+                """, logger: logger)
+            for try await (current, previous) in rows.decode((String, String?).self) {
+                return try SecretSealer.signingSecrets(current, previous, subscriptionID: subscriptionID, with: sealer)
+            }
+            return nil
+        } catch {
+            throw StoreError.wrap(error)
+        }
+    }
+
+    public func recordTestDelivery(subscriptionID: String, _ delivery: TestDelivery) async throws {
+        let attempt = delivery.attempt
+        do {
+            try await client.query("""
+                INSERT INTO test_deliveries (subscription_id, webhook_id, started_at, duration_ms, status_code, error_kind, error, response_head)
+                VALUES (\(subscriptionID), \(delivery.webhookID), \(attempt.startedAt), \(attempt.durationMilliseconds),
+                        \(attempt.statusCode), \(attempt.errorKind?.rawValue), \(attempt.error), \(attempt.responseHead))
+                """, logger: logger)
+        } catch {
+            throw StoreError.wrap(error)
+        }
+    }
+}

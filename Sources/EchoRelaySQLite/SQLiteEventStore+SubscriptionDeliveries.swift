@@ -56,3 +56,28 @@ extension SQLiteEventStore {
         }
     }
 }
+
+extension SQLiteEventStore {
+    public func signingSecrets(subscriptionID: String) async throws -> [Secret]? {
+        let now = SQLiteTime.now()
+        return try await session.read { db in
+            guard let row = try await db.rows("""
+                SELECT secret, CASE WHEN previous_secret_expires_at > ?2 THEN previous_secret END
+                FROM subscriptions WHERE id = ?1 AND deleted_at IS NULL
+                """, [subscriptionID, now]).first else { return nil }
+            return try SecretSealer.signingSecrets(try row.string(0), try row.optionalString(1), subscriptionID: subscriptionID,
+                                                   with: sealer)
+        }
+    }
+
+    public func recordTestDelivery(subscriptionID: String, _ delivery: TestDelivery) async throws {
+        let attempt = delivery.attempt
+        try await session.write { db in
+            try await db.run("""
+                INSERT INTO test_deliveries (subscription_id, webhook_id, started_at, duration_ms, status_code, error_kind, error, response_head)
+                VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+                """, [subscriptionID, delivery.webhookID, attempt.startedAt, attempt.durationMilliseconds, attempt.statusCode,
+                      attempt.errorKind?.rawValue, attempt.error, attempt.responseHead])
+        }
+    }
+}

@@ -60,6 +60,9 @@ public enum EchoRelayServer {
             authorizer: BearerAuthorizer(adminToken: configuration.adminToken, tokens: backend.store, logger: logger),
             requestTimeout: configuration.requestTimeout, metrics: metrics, metricsRegistry: metricsRegistry,
             backlog: backlog, securityEvents: securityEvents,
+            sendTestDelivery: { [sender = TestDeliverySender(configuration: DeliveryWorkerConfiguration(configuration))] in
+                await sender.send(to: $0, secrets: $1)
+            },
             workCreated: { kind in wakes.workCreated(kind, announce: backend.announce) }
         ))
         var app = Application(

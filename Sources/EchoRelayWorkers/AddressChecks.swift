@@ -1,4 +1,5 @@
 import EchoRelayCore
+import Foundation
 
 /// The delivery-time address check of each subscriber host, remembered for a few seconds: a
 /// burst of deliveries to one subscriber resolves its name once, not once per delivery. An
@@ -38,4 +39,29 @@ public struct AddressChecks: Sendable {
         results.set(result, for: host, expires: now + lifetime, now: now)
         return result
     }
+}
+
+extension AddressChecks {
+    /// What a webhook to `url` may do: connect to the checked address, or be recorded as
+    /// refused without sending. Checked before every send (DNS rebinding), at most every few
+    /// seconds per host; nothing is checked for local testing (`allowPrivate`).
+    func decision(for url: String, allowPrivate: Bool) async -> AddressDecision {
+        guard !allowPrivate else { return .send(to: nil) }
+        guard let host = URLComponents(string: url)?.host else {
+            return .refused(.init(errorKind: .refusedAddress, error: "the subscription URL has no host"))
+        }
+        switch await check(host: host) {
+        case .success(let addresses): return .send(to: addresses.first)
+        case .failure(let problem):
+            let kind: DeliveryErrorKind = problem.reason.contains("resolve") ? .dns : .refusedAddress
+            return .refused(.init(errorKind: kind, error: "the subscriber's address \(problem.reason)"))
+        }
+    }
+}
+
+enum AddressDecision {
+    /// Send, connecting to this address (nil: as the name resolves).
+    case send(to: IPAddress?)
+    /// Record this answer instead of sending.
+    case refused(WebhookClient.Answer)
 }

@@ -1,7 +1,6 @@
 import EchoRelayCore
 import Foundation
 import Logging
-import NIOSSL
 import ServiceLifecycle
 import Synchronization
 
@@ -79,12 +78,7 @@ public struct DeliveryWorker: Service, CustomStringConvertible {
     }
 
     public func run() async throws {
-        var tls: TLSConfiguration?
-        if let caFile = configuration.subscriberCAFile {
-            tls = .makeClientConfiguration()
-            tls?.additionalTrustRoots = [.file(caFile)]
-        }
-        let client = WebhookClient(timeout: configuration.timeout, tls: tls)
+        let client = WebhookClient(timeout: configuration.timeout, caFile: configuration.subscriberCAFile)
         let stopping = Flag()
         await withGracefulShutdownHandler {
             await ready.wait()
@@ -182,7 +176,7 @@ public struct DeliveryWorker: Service, CustomStringConvertible {
         let clock = ContinuousClock()
         let start = clock.now
         let answer: WebhookClient.Answer
-        switch await checkedAddress(task.url) {
+        switch await addressChecks.decision(for: task.url, allowPrivate: configuration.allowPrivateSubscribers) {
         case .refused(let refusal):
             answer = refusal
         case .send(to: let address):
@@ -270,43 +264,12 @@ public struct DeliveryWorker: Service, CustomStringConvertible {
         ]) { mine, _ in mine }
     }
 
-    /// Standard Webhooks headers: a stable id, a fresh timestamp and one signature per active secret.
+    /// Standard Webhooks headers, signed with every active secret of the task's subscription.
     func headers(for task: DeliveryTask, body: [UInt8]) -> [(String, String)] {
-        let timestamp = Int64(Date().timeIntervalSince1970)
         let secrets = task.secrets.compactMap { secret in
             try? signingKeys.value(for: secret) { () throws(WebhookSecretError) in try WebhookSecret(secret.revealed) }
         }
-        return [
-            ("Content-Type", "application/json"),
-            ("User-Agent", "EchoRelay/\(EchoRelayInfo.version)"),
-            (StandardWebhooks.idHeader, task.webhookID),
-            (StandardWebhooks.timestampHeader, String(timestamp)),
-            (StandardWebhooks.signatureHeader,
-             StandardWebhooks.signatureHeaderValue(id: task.webhookID, timestamp: timestamp, body: body, secrets: secrets)),
-        ]
-    }
-
-    /// Re-checks the subscriber's address before sending (DNS rebinding), at most every few
-    /// seconds per host (`AddressChecks`), and gives the checked address the webhook must
-    /// connect to (nil when nothing is checked: local testing with every address allowed).
-    private func checkedAddress(_ url: String) async -> AddressDecision {
-        guard !configuration.allowPrivateSubscribers else { return .send(to: nil) }
-        guard let host = URLComponents(string: url)?.host else {
-            return .refused(.init(errorKind: .refusedAddress, error: "the subscription URL has no host"))
-        }
-        switch await addressChecks.check(host: host) {
-        case .success(let addresses): return .send(to: addresses.first)
-        case .failure(let problem):
-            let kind: DeliveryErrorKind = problem.reason.contains("resolve") ? .dns : .refusedAddress
-            return .refused(.init(errorKind: kind, error: "the subscriber's address \(problem.reason)"))
-        }
-    }
-
-    enum AddressDecision {
-        /// Send, connecting to this address (nil: as the name resolves).
-        case send(to: IPAddress?)
-        /// Record this answer instead of sending.
-        case refused(WebhookClient.Answer)
+        return WebhookClient.signedHeaders(webhookID: task.webhookID, body: body, secrets: secrets)
     }
 }
 

@@ -41,6 +41,17 @@ final class WebhookClient: Sendable {
         self.tls = tls
     }
 
+    /// A client that also trusts the certificate authorities in `caFile`
+    /// (`ECHORELAY_SUBSCRIBER_CA_FILE`) beside the system's.
+    convenience init(timeout: Duration, caFile: String?) {
+        var tls: TLSConfiguration?
+        if let caFile {
+            tls = .makeClientConfiguration()
+            tls?.additionalTrustRoots = [.file(caFile)]
+        }
+        self.init(timeout: timeout, tls: tls)
+    }
+
     private static func configuration(timeout: Duration, tls: TLSConfiguration?, host: String? = nil,
                                       address: IPAddress? = nil) -> HTTPClient.Configuration {
         var configuration = HTTPClient.Configuration(
@@ -100,6 +111,20 @@ final class WebhookClient: Sendable {
         } catch {
             return Answer(errorKind: Self.kind(of: error), error: Self.describe(error))
         }
+    }
+
+    /// A webhook's headers: its type, EchoRelay's name, and the Standard Webhooks id, a fresh
+    /// timestamp and one signature per secret.
+    static func signedHeaders(webhookID: String, body: [UInt8], secrets: [WebhookSecret]) -> [(String, String)] {
+        let timestamp = Int64(Date().timeIntervalSince1970)
+        return [
+            ("Content-Type", "application/json"),
+            ("User-Agent", "EchoRelay/\(EchoRelayInfo.version)"),
+            (StandardWebhooks.idHeader, webhookID),
+            (StandardWebhooks.timestampHeader, String(timestamp)),
+            (StandardWebhooks.signatureHeader,
+             StandardWebhooks.signatureHeaderValue(id: webhookID, timestamp: timestamp, body: body, secrets: secrets)),
+        ]
     }
 
     static func kind(of error: any Error) -> DeliveryErrorKind {

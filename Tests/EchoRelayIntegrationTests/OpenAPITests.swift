@@ -70,7 +70,9 @@ import TestSupport
         let described = try Self.describedDocument().event_types
         let names = EventType.allCases.map(\.rawValue)
         #expect(described.enum == names)
-        #expect(described.webhooks.keys.sorted() == names.sorted(), "one webhook per type")
+        #expect(described.webhooks.keys.filter { $0 != "echorelay.test" }.sorted() == names.sorted(),
+                "one webhook per type, and the test delivery's")
+        #expect(described.webhooks["echorelay.test"] == .init(type: "echorelay.test", data: []))
         for type in EventType.allCases {
             let data = type.descriptor.deliversPhoneNumber ? ["phone_number", "previous_phone_number"] : []
             #expect(described.webhooks[type.rawValue] == .init(type: type.rawValue, data: data), "the \(type) webhook")
@@ -184,7 +186,9 @@ import TestSupport
         return buildRouter(servesAPI: servesAPI, HTTPDependencies(
             store: store, subscriberURLPolicy: SubscriberURLPolicy(allowPrivate: false), ingestSecrets: [],
             authorizer: BearerAuthorizer(adminToken: nil, tokens: nil),
-            securityEvents: SecurityEventReceiver(settings: transmitter, keys: TransmitterKeys { [] })
+            securityEvents: SecurityEventReceiver(settings: transmitter, keys: TransmitterKeys { [] }),
+            sendTestDelivery: { _, _ in TestDelivery(webhookID: TestDelivery.newWebhookID(), attempt: DeliveryAttempt(
+                startedAt: Date(), duration: .zero, statusCode: nil, errorKind: .other, error: "not sent", responseHead: nil)) }
         ))
     }
 
@@ -439,6 +443,7 @@ import TestSupport
         #expect(try await log.send(.GET, "/v1/subscriptions/\(goneID)/deliveries/\(goneDelivery)/attempts", token: admin).status == 200)
         #expect(try await log.send(.GET, "/v1/subscriptions/\(goneID)/deliveries?status=sent", token: admin, validate: false).status == 400)
         #expect(try await log.send(.GET, "/v1/subscriptions/\(mainID)/deliveries/\(goneDelivery)/attempts", token: admin).status == 404)
+        #expect(try await log.send(.POST, "/v1/subscriptions/\(mainID)/test", token: support).status == 200)
 
         // Audit.
         let audit = try #require(try await log.send(.GET, "/v1/audit?limit=2", token: admin).json)
@@ -569,13 +574,15 @@ import TestSupport
                     body: Array(#"{"reason": "webhooks check"}"#.utf8)
                 )
                 #expect(replay.status == 202)
-                let received = try await subscriber.waitForDeliveries(count: 4, within: .seconds(30))
+                #expect(try await f.server.http.send(.POST, "/v1/subscriptions/\(try #require(subscription["id"] as? String))/test",
+                                                     headers: [("Authorization", "Bearer \(LiveServer.adminToken)")]).status == 200)
+                let received = try await subscriber.waitForDeliveries(count: 5, within: .seconds(30))
 
                 let results = try Self.validateWebhooks(received.map { ($0.headers, $0.body) })
                 for (delivery, result) in zip(received, results) {
                     #expect(result.errors.isEmpty, "\(delivery.bodyText): \(result.errors)")
                 }
-                #expect(Set(results.compactMap(\.webhook)) == ["token.rotated", "phone.changed", "account.deactivated"])
+                #expect(Set(results.compactMap(\.webhook)) == ["token.rotated", "phone.changed", "account.deactivated", "echorelay.test"])
                 #expect(received.contains { $0.object?["replay"] != nil }, "a replay was among them")
 
                 // The check can fail: a body without its user, and a header missing.

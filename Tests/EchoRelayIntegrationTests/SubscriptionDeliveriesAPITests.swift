@@ -1,3 +1,4 @@
+import EchoRelayCore
 import EchoRelayServer
 import EchoRelayStandIns
 import Foundation
@@ -65,6 +66,88 @@ import TestSupport
                 #expect(fields == ["status", "limit"])
                 #expect(try await f.server.http.get("/v1/subscriptions/\(id)/deliveries").status == 401)
             }
+        }
+    }
+
+    /// `POST /v1/subscriptions/{id}/test`: a signed `echorelay.test` delivery reaches a real
+    /// subscriber at once, verifies with the Standard Webhooks reference library, and its
+    /// answer comes back; a subscriber that fails is reported, not retried.
+    @Test func aTestDeliveryReachesTheSubscriberSignedAndReportsItsAnswer() async throws {
+        try await EchoFixture.run { f in
+            try await StandInSubscriber().run { subscriber in
+                let billing = try await SubscriptionsAPITests.token("app", "billing", f.server)
+                let messaging = try await SubscriptionsAPITests.token("app", "messaging", f.server)
+                let subscription = try await f.subscribe(url: subscriber.url(), token: billing)
+                let id = try #require(subscription["id"] as? String)
+                let secret = try #require(subscription["secret"] as? String)
+                subscriber.setSecrets([secret])
+                func test(_ token: String) async throws -> TestHTTPResponse {
+                    try await f.server.http.send(.POST, "/v1/subscriptions/\(id)/test", headers: [("Authorization", "Bearer \(token)")])
+                }
+
+                let answer = try await test(billing)
+                #expect(answer.status == 200, "\(answer.text)")
+                let json = try #require(answer.json)
+                #expect(json["delivered"] as? Bool == true)
+                let attempt = try #require(json["attempt"] as? [String: Any])
+                #expect(attempt["status_code"] as? Int == 200 && (attempt["duration_ms"] as? Int).map { $0 >= 0 } == true)
+                let received = try #require(try await subscriber.waitForDeliveries(count: 1, within: .seconds(5)).first)
+                #expect(received.webhookID == json["webhook_id"] as? String)
+                #expect(received.object?["type"]?.stringValue == "echorelay.test")
+                #expect(received.object?["subscription_id"]?.stringValue == id)
+                #expect(received.signedBy == [secret])
+                let verified = try StandardWebhooksCheck.verify(secret: secret, headers: received.headers, body: received.body)
+                #expect(verified == nil, "standardwebhooks refused the test delivery: \(verified ?? "")")
+
+                // No user, no sequence, no delivery row: the subscription's list stays empty.
+                let list = try await f.server.http.send(.GET, "/v1/subscriptions/\(id)/deliveries", headers: [("Authorization", "Bearer \(billing)")])
+                #expect((list.json?["deliveries"] as? [Any])?.isEmpty == true)
+
+                subscriber.script([.status(500, body: "broken")])
+                let failing = try #require(try await test(billing).json)
+                #expect(failing["delivered"] as? Bool == false)
+                #expect((failing["attempt"] as? [String: Any])?["status_code"] as? Int == 500)
+                #expect((failing["attempt"] as? [String: Any])?["response_head"] as? String == "broken")
+                try await Task.sleep(for: .milliseconds(500))
+                #expect(try await subscriber.waitForDeliveries(count: 2, within: .seconds(1)).count == 2, "not retried")
+
+                #expect(try await test(messaging).status == 404, "another app's subscription looks unknown")
+                let audit = try #require(try await f.server.http.send(.GET, "/v1/audit?action=subscription.test",
+                                                                      headers: [("Authorization", "Bearer \(LiveServer.adminToken)")]).json)
+                #expect((audit["entries"] as? [[String: Any]])?.count == 2)
+            }
+        }
+    }
+}
+
+/// The Standard Webhooks reference library (Python `standardwebhooks`) verifying a delivery.
+enum StandardWebhooksCheck {
+    /// Nil when the library accepts the delivery; its error otherwise.
+    static func verify(secret: String, headers: [String: String], body: Data) throws -> String? {
+        let input = try JSONSerialization.data(withJSONObject: [
+            "secret": secret, "headers": headers, "body": body.base64EncodedString(),
+        ])
+        let script = """
+            import base64, json, sys
+            try:
+                from standardwebhooks.webhooks import Webhook
+            except ImportError:
+                sys.exit(3)
+            case = json.load(sys.stdin)
+            headers = {name.lower(): value for name, value in case["headers"].items()}
+            try:
+                Webhook(case["secret"]).verify(base64.b64decode(case["body"]), headers)
+            except Exception as error:
+                print(repr(error))
+            """
+        let run = try Spawned("/usr/bin/env", ["python3", "-c", script], input: input)
+        run.waitUntilExit()
+        switch run.status ?? -1 {
+        case 0:
+            let output = String(decoding: run.standardOutput, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+            return output.isEmpty ? nil : output
+        case 3: throw TestSetupError("the Python package standardwebhooks is missing: run scripts/test (it installs it into .build/venv)")
+        default: throw TestSetupError("python3 failed: \(String(decoding: run.standardError, as: UTF8.self))")
         }
     }
 }

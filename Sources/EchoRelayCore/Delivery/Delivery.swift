@@ -77,6 +77,12 @@ public struct DeliveryAttempt: Sendable, Equatable {
     /// The first 1 KiB of the answer, as text.
     public var responseHead: String?
 
+    /// The duration as stored and shown: whole milliseconds.
+    public var durationMilliseconds: Int {
+        let (seconds, attoseconds) = duration.components
+        return Int(seconds * 1000 + attoseconds / 1_000_000_000_000_000)
+    }
+
     /// The texts are made storable here, for every store: a subscriber's answer may hold a
     /// NUL, and an attempt that cannot be recorded would be sent again at every lease.
     public init(startedAt: Date, duration: Duration, statusCode: Int?, errorKind: DeliveryErrorKind?, error: String?, responseHead: String?) {
