@@ -88,4 +88,21 @@ extension API {
 
         public var description: String { "EchoCredentials(service_provider: \(service_provider), authorization: <redacted>)" }
     }
+
+    /// The body of `POST /v1/subscriptions` (schema `SubscriptionInput`).
+    public struct SubscriptionInput: Codable, Sendable, Equatable {
+        public var url: String
+        public var event_types: [String]
+        /// Omitted when nil.
+        public var description: String?
+        /// Omitted when nil: the server's default (ordered).
+        public var ordered: Bool?
+
+        public init(url: String, event_types: [String], description: String? = nil, ordered: Bool? = nil) {
+            self.url = url
+            self.event_types = event_types
+            self.description = description
+            self.ordered = ordered
+        }
+    }
 }

@@ -144,6 +144,9 @@ import TestSupport
             ("RedriveRequest", API.RedriveRequest(reason: "r", subscription_id: "sub_1", since: "2026-01-31T12:00:00Z",
                                                   until: "2026-01-31T13:00:00Z", dry_run: true)),
             ("ReasonRequest", API.ReasonRequest(reason: "r")),
+            ("SubscriptionInput", API.SubscriptionInput(url: "https://app.example/hook", event_types: ["token.rotated"],
+                                                        description: "billing", ordered: false)),
+            ("TestDeliveryResult", API.TestDeliveryResult(webhook_id: "msg_1", delivered: true, attempt: attempt)),
             ("ReverifyRequest", API.ReverifyRequest(reason: "r", echo: .init(service_provider: "https://api.example/v",
                                                                               authorization: "OAuth x"))),
         ]
