@@ -227,10 +227,11 @@ struct ConsoleController<Context: RequestContext>: Sendable {
                 query.limit = rows
                 return try await store.timeline(query)
             }
+            let names = SubscriptionNames(try await allSubscriptions())
             let now = now()
             let page = UserPage(
                 userID: userID, state: try await state.map { UserPage.State($0, now: now) },
-                events: entries.shown.map { TimelineRow($0, now: now) },
+                events: entries.shown.map { TimelineRow($0, names: names, now: now) },
                 older: entries.cursorRow.map { ConsolePath.user(userID) + "?cursor=\($0.event.sequence)" },
                 bulkReplay: "/console/replays/new?" + ConsolePath.query([("user_id", userID)])
             )
@@ -250,6 +251,7 @@ struct ConsoleController<Context: RequestContext>: Sendable {
                 return try await store.recentEvents(query)
             }
             let parameters = request.uri.queryParameters
+            let names = SubscriptionNames(try await allSubscriptions())
             let now = now()
             let filters: [(String, String?)] = ["type", "status", "reason", "subscription_id", "since", "until"].map { name in
                 (name, parameters.get(name).flatMap { $0.isEmpty ? nil : $0 })
@@ -259,7 +261,7 @@ struct ConsoleController<Context: RequestContext>: Sendable {
             }
             return signed.page("recent_events", title: "Recent events", RecentEventsPage(
                 query, since: parameters.get("since") ?? "", until: parameters.get("until") ?? "",
-                events: entries.shown.map { TimelineRow($0, now: now) }, older: older
+                events: entries.shown.map { TimelineRow($0, names: names, now: now) }, older: older
             ))
         }
     }
@@ -280,10 +282,11 @@ struct ConsoleController<Context: RequestContext>: Sendable {
                    status: HTTPResponse.Status) async throws -> Response {
         guard let event = try await store.event(id: id) else { throw Problem.notFound("no event with id \"\(id)\"") }
         async let deliveries = store.deliveries(eventID: id)
-        let subscriptions = event.status == .verified ? try await allSubscriptions().filter { $0.eventTypes.contains(event.type) } : []
+        let every = try await allSubscriptions()
+        let subscriptions = event.status == .verified ? every.filter { $0.eventTypes.contains(event.type) } : []
         let origin = event.source == .set ? try await store.securityEvent(eventID: id) : nil
-        let page = EventPage(event, deliveries: try await deliveries, subscriptions: subscriptions, securityEvent: origin,
-                             reasonDraft: reasonDraft, now: now())
+        let page = EventPage(event, deliveries: try await deliveries, subscriptions: subscriptions, names: SubscriptionNames(every),
+                             securityEvent: origin, reasonDraft: reasonDraft, now: now())
         return signed.page("event", title: "Event \(id)", status: status, notice: notice, problem: problem, page)
     }
 
@@ -317,13 +320,14 @@ struct ConsoleController<Context: RequestContext>: Sendable {
             let limit = reader.limit()
             try reader.finish()
             let letters = try await PageCut.fetch(limit: limit) { try await store.deadLetters(filter, beforeID: cursor, limit: $0) }
+            let names = SubscriptionNames(try await allSubscriptions())
             let now = now()
             let older = letters.cursorRow.map { last in
                 "/console/dead-letters?" + ConsolePath.query([("subscription_id", filter.subscriptionID), ("cursor", String(last.deliveryID))])
             }
             let notice = request.uri.queryParameters.get("redriven").map { "\($0) dead letter(s) queued to be sent again." }
             return signed.page("dead_letters", title: "Dead letters", notice: notice, DeadLettersPage(
-                subscriptionID: filter.subscriptionID ?? "", letters: letters.shown.map { DeadLetterRow($0, now: now) }, older: older
+                subscriptionID: filter.subscriptionID ?? "", letters: letters.shown.map { DeadLetterRow($0, names: names, now: now) }, older: older
             ))
         }
     }

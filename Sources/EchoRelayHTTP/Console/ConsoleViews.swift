@@ -50,6 +50,7 @@ struct UserPage {
 struct TimelineRow {
     struct Delivery {
         let subscriptionID: String
+        let subscriptionName: String
         let status: String
     }
 
@@ -65,7 +66,7 @@ struct TimelineRow {
     let deliveries: [Delivery]
     let replays: Int?
 
-    init(_ entry: TimelineEntry, now: Date) {
+    init(_ entry: TimelineEntry, names: SubscriptionNames, now: Date) {
         let event = entry.event
         id = event.id
         link = ConsolePath.event(event.id)
@@ -76,7 +77,9 @@ struct TimelineRow {
         status = event.status.rawValue
         reason = event.reason?.rawValue
         receivedAt = TimeView(event.receivedAt, now: now)
-        deliveries = entry.deliveries.bySubscription.map { Delivery(subscriptionID: $0.subscriptionID, status: $0.status.rawValue) }
+        deliveries = entry.deliveries.bySubscription.map {
+            Delivery(subscriptionID: $0.subscriptionID, subscriptionName: names($0.subscriptionID), status: $0.status.rawValue)
+        }
         replays = entry.deliveries.replays > 0 ? entry.deliveries.replays : nil
     }
 }
@@ -117,6 +120,7 @@ struct EventPage {
 
     struct Delivery {
         let subscriptionID: String
+        let subscriptionName: String
         let replayID: String?
         let webhookID: String
         let status: String
@@ -136,6 +140,7 @@ struct EventPage {
 
     struct Target {
         let id: String
+        let name: String
         let url: String
     }
 
@@ -164,8 +169,8 @@ struct EventPage {
     let replayAction: String
     let reasonDraft: String
 
-    init(_ event: StoredEvent, deliveries: [DeliveryRecord], subscriptions: [Subscription], securityEvent: SecurityEventRecord? = nil,
-         reasonDraft: String, now: Date) {
+    init(_ event: StoredEvent, deliveries: [DeliveryRecord], subscriptions: [Subscription], names: SubscriptionNames,
+         securityEvent: SecurityEventRecord? = nil, reasonDraft: String, now: Date) {
         id = event.id
         self.securityEvent = securityEvent.map { Origin(issuer: $0.issuer, jti: $0.jti, eventType: $0.eventType) }
         userID = event.userID
@@ -180,7 +185,8 @@ struct EventPage {
         provider = event.providerUserID.map { Provider(userID: $0, phone: event.providerPhoneNumber) }
         self.deliveries = deliveries.map { delivery in
             Delivery(
-                subscriptionID: delivery.subscriptionID, replayID: delivery.replayID, webhookID: delivery.webhookID,
+                subscriptionID: delivery.subscriptionID, subscriptionName: names(delivery.subscriptionID), replayID: delivery.replayID,
+                webhookID: delivery.webhookID,
                 status: delivery.status.rawValue, createdAt: TimeView(delivery.createdAt, now: now),
                 nextAttemptAt: delivery.status == .pending ? delivery.nextAttemptAt.map { TimeView($0, now: now) } : nil,
                 attempts: delivery.attempts.map { attempt in
@@ -191,7 +197,7 @@ struct EventPage {
             )
         }
         verified = event.status == .verified
-        self.subscriptions = subscriptions.map { Target(id: $0.id, url: $0.url) }
+        self.subscriptions = subscriptions.map { Target(id: $0.id, name: names($0.id), url: $0.url) }
         replayAction = ConsolePath.event(event.id) + "/replay"
         self.reasonDraft = reasonDraft
     }
@@ -300,13 +306,14 @@ struct DeadLetterRow {
     let userID: String
     let userLink: String
     let subscriptionID: String
+    let subscriptionName: String
     let replayID: String?
     let attempts: Int
     let lastStatusCode: Int?
     let lastError: String?
     let deadAt: TimeView
 
-    init(_ letter: DeadLetter, now: Date) {
+    init(_ letter: DeadLetter, names: SubscriptionNames, now: Date) {
         eventID = letter.eventID
         eventLink = ConsolePath.event(letter.eventID)
         type = letter.type.rawValue
@@ -314,6 +321,7 @@ struct DeadLetterRow {
         userID = letter.userID
         userLink = ConsolePath.user(letter.userID)
         subscriptionID = letter.subscriptionID
+        subscriptionName = names(letter.subscriptionID)
         replayID = letter.replayID
         attempts = letter.attempts
         lastStatusCode = letter.lastStatusCode
@@ -329,6 +337,7 @@ struct SubscriptionsPage {
 
 struct SubscriptionRow {
     let id: String
+    let name: String
     let url: String
     let description: String?
     let types: [String]
@@ -341,6 +350,7 @@ struct SubscriptionRow {
 
     init(_ subscription: Subscription, now: Date) {
         id = subscription.id
+        name = SubscriptionNames.name(of: subscription)
         url = subscription.url
         description = subscription.description
         types = subscription.eventTypes.map(\.rawValue)
@@ -382,5 +392,30 @@ struct AuditRow {
         filter = entry.filter.map { String(decoding: $0.canonicalEncoding(), as: UTF8.self) }
         matched = entry.matched
         reason = entry.reason
+    }
+}
+
+/// How the console names a subscription: its description, else its URL's host (with the
+/// path when two share a host), else its id. The id stays in the page, as the name's title.
+struct SubscriptionNames {
+    private let names: [String: String]
+
+    init(_ subscriptions: [Subscription]) {
+        let hosts = Dictionary(subscriptions.map { (URLComponents(string: $0.url)?.host ?? "", 1) }, uniquingKeysWith: +)
+        names = Dictionary(uniqueKeysWithValues: subscriptions.map { subscription in
+            let host = URLComponents(string: subscription.url)?.host ?? ""
+            return (subscription.id, Self.name(of: subscription, hostIsShared: hosts[host, default: 0] > 1))
+        })
+    }
+
+    /// A subscription gone from the list (deleted) keeps its id.
+    func callAsFunction(_ id: String) -> String { names[id] ?? id }
+
+    static func name(of subscription: Subscription, hostIsShared: Bool = false) -> String {
+        if let description = subscription.description?.trimmingCharacters(in: .whitespaces), !description.isEmpty {
+            return description
+        }
+        guard let url = URLComponents(string: subscription.url), let host = url.host, !host.isEmpty else { return subscription.id }
+        return hostIsShared && url.path.count > 1 ? host + url.path : host
     }
 }

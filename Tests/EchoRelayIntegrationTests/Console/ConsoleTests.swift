@@ -79,21 +79,24 @@ import Testing
                 _ = try await f.finalDeliveries(of: eventID, count: 1)
                 let support = ConsoleBrowser(port: f.server.http.port)
                 try await support.signIn(token: try await SubscriptionsAPITests.token("support", "Sam", f.server))
+                // A subscription without a description is named by its URL's host; its id stays as the title.
+                let named = #"title="\#(subscriptionID)">127.0.0.1 delivered</span>"#
 
                 let pages: [(String, [String])] = [
                     ("/console", ["Find a user", #"href="/console/events""#]),
-                    ("/console/events", ["Recent events", eventID, "/console/users/u-pages", subscriptionID, "delivered"]),
+                    ("/console/events", ["Recent events", eventID, "/console/users/u-pages", named, #"<td class="nowrap"><code>phone.changed"#]),
                     ("/console/events?type=phone.changed&status=verified&reason=provider_confirmed&subscription_id=\(subscriptionID)&since=&until=",
                      [eventID, #"<option value="phone.changed" selected>"#, #"value="\#(subscriptionID)""#]),
                     ("/console/events?status=rejected&type=&reason=", ["No events match"]),
                     ("/console/users?user_id=u-pages", []),
-                    ("/console/users/u-pages", ["+15550001111", "phone.changed", eventID, subscriptionID, "delivered",
+                    ("/console/users/u-pages", ["+15550001111", "phone.changed", eventID, named,
                                                 "/console/replays/new?user_id=u-pages"]),
-                    ("/console/events/\(eventID)", ["provider_confirmed", "+15550001111", subscriptionID, "200", "Review replay"]),
+                    ("/console/events/\(eventID)", ["provider_confirmed", "+15550001111", #"title="\#(subscriptionID)">127.0.0.1</span>"#,
+                                                     "200", "Review replay"]),
                     ("/console/replays/new", ["Count matches"]),
                     ("/console/replays/new?user_id=u-pages", [#"name="user_id" value="u-pages""#]),
                     ("/console/dead-letters", ["No dead letters"]),
-                    ("/console/subscriptions", [subscriptionID, "healthy"]),
+                    ("/console/subscriptions", ["<tr><td>127.0.0.1<br>", subscriptionID, "healthy"]),
                 ]
                 for (path, texts) in pages {
                     let page = try await support.get(path)
