@@ -2,7 +2,7 @@
 public struct QueueStats: Sendable, Equatable {
     /// verification, delivery or replay.
     public var kind: String
-    /// Items not yet finished, due or not, leased or not.
+    /// Items not yet finished, due or not, leased or not, counted up to `depthCountedUpTo`.
     public var depth: Int
     /// Seconds since the longest-waiting due item became due; 0 when nothing is due.
     public var oldestDueAge: Double
@@ -37,6 +37,12 @@ public struct SubscriptionHealth: Sendable, Equatable {
     /// The prefix of the reason a person's disable writes (`disabled by <who>`); EchoRelay's
     /// own reasons say what the endpoint did.
     public static let disabledByPersonPrefix = "disabled by "
+}
+
+extension QueueStats {
+    /// A scrape counts at most this many of each kind, so that its cost stops growing with a
+    /// backlog (every process is scraped every few seconds); past it the depth reads as this.
+    public static let depthCountedUpTo = 100_000
 }
 
 public protocol QueueStatsStore: Sendable {

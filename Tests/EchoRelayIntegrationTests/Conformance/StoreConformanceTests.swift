@@ -387,6 +387,35 @@ import TestSupport
         }
     }
 
+    /// `/metrics`'s queue figures, read the way a scrape reads them.
+    @Test(arguments: StoreKind.all)
+    func queueStatsCountTheQueuesAndAgeTheirOldestDueItem(kind: StoreKind) async throws {
+        try await StoreHarness.withStore(kind) { store in
+            func stats() async throws -> [String: QueueStats] {
+                Dictionary(uniqueKeysWithValues: try await store.queueStats().map { ($0.kind, $0) })
+            }
+            let empty = try await stats()
+            #expect(empty.keys.sorted() == ["delivery", "replay", "verification"])
+            #expect(empty.values.allSatisfy { $0.depth == 0 && $0.oldestDueAge == 0 })
+
+            _ = try await store.subscribe(ordered: false)
+            try await store.ingest("e1", user: "a")
+            try await store.ingest("e2", user: "b")
+            try await Task.sleep(for: .milliseconds(1100))
+            let waiting = try await stats()
+            #expect(waiting["verification"]?.depth == 2 && (waiting["verification"]?.oldestDueAge ?? 0) >= 1)
+            try await store.verifyAll()
+            try await Task.sleep(for: .milliseconds(1100))
+            let verified = try await stats()
+            #expect(verified["verification"]?.depth == 0 && verified["verification"]?.oldestDueAge == 0)
+            #expect(verified["delivery"]?.depth == 2 && (verified["delivery"]?.oldestDueAge ?? 0) >= 1)
+            _ = try await store.claimAllDeliveries()
+            let leased = try await stats()
+            #expect(leased["delivery"]?.depth == 2, "leased deliveries are still unfinished")
+            #expect(leased["delivery"]?.oldestDueAge == 0, "but no longer due")
+        }
+    }
+
     /// What the alerts read (docs/alerts.yml): each subscription's state, how long it has
     /// failed, how long its oldest due delivery has waited, and whether EchoRelay or a
     /// person disabled it.
