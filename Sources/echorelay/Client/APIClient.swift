@@ -206,7 +206,7 @@ struct ClientError: Error, CustomStringConvertible {
         // A 404 without a detail is a route the server does not have, not a missing item.
         case 404 where problem.detail == nil, 405: "is \(baseURL) an EchoRelay server, as new as this echorelay?"
         case 401: "the token was refused: check ECHORELAY_TOKEN / --token"
-        case 403: "these commands need a token with the support or admin role (echorelay tokens create --role support)"
+        case 403: "the token's role may not do this: the support verbs need support or admin, `subscriptions` app or admin (echorelay tokens create --role …)"
         case 429, 503: "the server is busy or its database is unavailable; try again shortly"
         case 500...: "the request failed on the server; its logs say why"
         default: nil

@@ -7,7 +7,7 @@ struct ClientOptions: ParsableArguments {
     @Option(help: "The EchoRelay server to ask. (env: ECHORELAY_URL, default: http://127.0.0.1:8080)")
     var url: String?
 
-    @Option(help: "API token with the support or admin role. Prefer the environment: flags are visible in the process list. (env: ECHORELAY_TOKEN, required)")
+    @Option(help: "API token: support or admin for the support verbs, an app token (or admin) for `subscriptions`. Prefer the environment: flags are visible in the process list. (env: ECHORELAY_TOKEN, required)")
     var token: String?
 
     @Flag(help: "Print the server's JSON answer unchanged on standard output (and nothing else there), for scripts.")
