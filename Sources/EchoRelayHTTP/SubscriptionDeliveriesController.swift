@@ -23,11 +23,7 @@ struct SubscriptionDeliveriesController<Context: RequestContext>: Sendable {
     /// that an app cannot learn which ids other apps have).
     private func readable(_ request: Request, _ context: Context) async throws -> (Principal, Subscription) {
         let principal = try await authorizer.require(request, roles: [.admin, .support, .app])
-        let id = try context.parameters.decoded("id")
-        guard let subscription = try await store.subscription(id: id),
-              principal.role != .app || subscription.ownerTokenID == principal.tokenID
-        else { throw Problem.notFound("no subscription with id \"\(id)\"") }
-        return (principal, subscription)
+        return (principal, try await store.subscription(id: try context.parameters.decoded("id"), seenBy: principal))
     }
 
     /// Sends a signed `echorelay.test` delivery now and answers with what the subscriber did.

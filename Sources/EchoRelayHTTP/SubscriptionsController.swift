@@ -34,11 +34,7 @@ struct SubscriptionsController<Context: RequestContext>: Sendable {
     /// learn which ids other apps have.
     private func owned(_ request: Request, _ context: Context) async throws -> (Principal, Subscription) {
         let principal = try await principal(request)
-        let id = try context.parameters.decoded("id")
-        guard let subscription = try await store.subscription(id: id),
-              principal.role == .admin || subscription.ownerTokenID == principal.tokenID
-        else { throw Problem.notFound("no subscription with id \"\(id)\"") }
-        return (principal, subscription)
+        return (principal, try await store.subscription(id: try context.parameters.decoded("id"), seenBy: principal))
     }
 
     @Sendable func create(_ request: Request, context: Context) async throws -> Response {
@@ -196,5 +192,16 @@ enum SubscriptionInput {
                           detail: problems.map(\.description).joined(separator: "; "), errors: problems)
         }
         return fields
+    }
+}
+
+extension SubscriptionStore {
+    /// The subscription `id` as `principal` may see it: staff any, an app token only those it
+    /// created. Another app's answers 404 like an unknown id, so that ids cannot be probed.
+    func subscription(id: String, seenBy principal: Principal) async throws -> Subscription {
+        guard let subscription = try await subscription(id: id),
+              principal.role != .app || subscription.ownerTokenID == principal.tokenID
+        else { throw Problem.notFound("no subscription with id \"\(id)\"") }
+        return subscription
     }
 }

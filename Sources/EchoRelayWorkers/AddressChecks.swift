@@ -42,6 +42,13 @@ public struct AddressChecks: Sendable {
 }
 
 extension AddressChecks {
+    /// The checks the delivery settings ask for: private subscribers refused but for the allow
+    /// list, resolved by `configuration.resolve` (the system's resolver unless a test gives one).
+    init(_ configuration: DeliveryWorkerConfiguration) {
+        self.init(policy: SubscriberURLPolicy(allowPrivate: false, allowList: configuration.privateSubscribers),
+                  resolve: configuration.resolve)
+    }
+
     /// What a webhook to `url` may do: connect to the checked address, or be recorded as
     /// refused without sending. Checked before every send (DNS rebinding), at most every few
     /// seconds per host; nothing is checked for local testing (`allowPrivate`).

@@ -66,8 +66,7 @@ public struct DeliveryWorker: Service, CustomStringConvertible {
                 handOffs: DeliveryInbox? = nil, ready: Gate = Gate(open: true), metrics: RelayMetrics = RelayMetrics(),
                 logger: Logger) {
         self.handOffs = handOffs ?? Self.inbox(owner: owner, configuration: configuration)
-        self.addressChecks = AddressChecks(policy: SubscriberURLPolicy(allowPrivate: false, allowList: configuration.privateSubscribers),
-                                           resolve: configuration.resolve)
+        self.addressChecks = AddressChecks(configuration)
         self.metrics = metrics
         self.store = store
         self.wake = wake

@@ -10,8 +10,7 @@ public struct TestDeliverySender: Sendable {
 
     public init(configuration: DeliveryWorkerConfiguration) {
         self.configuration = configuration
-        self.addressChecks = AddressChecks(policy: SubscriberURLPolicy(allowPrivate: false, allowList: configuration.privateSubscribers),
-                                           resolve: configuration.resolve)
+        self.addressChecks = AddressChecks(configuration)
     }
 
     public func send(to subscription: Subscription, secrets: [Secret]) async -> TestDelivery {
