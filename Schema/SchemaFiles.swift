@@ -22,6 +22,8 @@ public enum SchemaFiles {
         File(version: 10, name: "010_security_events.sql", sql: text(PackageResources._10_security_events_sql)),
         File(version: 11, name: "011_event_types.sql", sql: text(PackageResources._11_event_types_sql)),
         File(version: 12, name: "012_subscription_deliveries.sql", sql: text(PackageResources._12_subscription_deliveries_sql)),
+        File(version: 13, name: "013_recover.sql", sql: text(PackageResources._13_recover_sql)),
+        File(version: 14, name: "014_retention.sql", sql: text(PackageResources._14_retention_sql)),
     ]
 
     /// SQLite migrations for the embedded store, in the order they apply. Their names carry
@@ -35,6 +37,8 @@ public enum SchemaFiles {
         File(version: 6, name: "006_sqlite_security_events.sql", sql: text(PackageResources._06_sqlite_security_events_sql)),
         File(version: 7, name: "007_sqlite_event_types.sql", sql: text(PackageResources._07_sqlite_event_types_sql)),
         File(version: 8, name: "008_sqlite_subscription_deliveries.sql", sql: text(PackageResources._08_sqlite_subscription_deliveries_sql)),
+        File(version: 9, name: "009_sqlite_recover.sql", sql: text(PackageResources._09_sqlite_recover_sql)),
+        File(version: 10, name: "010_sqlite_retention.sql", sql: text(PackageResources._10_sqlite_retention_sql)),
     ]
 
     private static func text(_ bytes: [UInt8]) -> String {

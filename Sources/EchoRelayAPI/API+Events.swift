@@ -17,11 +17,15 @@ extension API {
         public var source: String
         /// The Security Event Token it came as, for `source` `set`.
         @Nullable public var security_event: SecurityEventOrigin?
+        /// When retention cut the event to its receipt (its deliveries are gone); null while kept whole.
+        @Nullable public var pruned_at: String?
         public var deliveries: [Delivery]
 
         public init(id: String, type: String, user_id: String, sequence: Int64, status: String, reason: String?,
                     occurred_at: String, received_at: String, decided_at: String?, verified_at: String?,
-                    provider: ProviderValues?, source: String, security_event: SecurityEventOrigin?, deliveries: [Delivery]) {
+                    provider: ProviderValues?, source: String, security_event: SecurityEventOrigin?, pruned_at: String? = nil,
+                    deliveries: [Delivery]) {
+            self.pruned_at = pruned_at
             self.id = id
             self.type = type
             self.user_id = user_id
@@ -121,11 +125,14 @@ extension API {
         public var received_at: String
         @Nullable public var decided_at: String?
         @Nullable public var verified_at: String?
+        /// When retention cut the event to its receipt; null while kept whole.
+        @Nullable public var pruned_at: String?
         public var deliveries: DeliveryCounts
 
         public init(id: String, type: String, user_id: String, sequence: Int64, status: String, reason: String?,
                     occurred_at: String, received_at: String, decided_at: String?, verified_at: String?,
-                    deliveries: DeliveryCounts) {
+                    pruned_at: String? = nil, deliveries: DeliveryCounts) {
+            self.pruned_at = pruned_at
             self.id = id
             self.type = type
             self.user_id = user_id

@@ -76,7 +76,7 @@ extension API {
     /// A replay (schema `Replay`): one event's, or a bulk replay worked through as a job.
     public struct Replay: Codable, Sendable, Equatable {
         public var id: String
-        /// `event` or `bulk`.
+        /// `event`, `bulk` or `recover`.
         public var kind: String
         public var state: String
         public var reason: String

@@ -38,6 +38,21 @@ extension API {
         }
     }
 
+    /// `POST /v1/subscriptions/{id}/recover` (schema `RecoverRequest`).
+    public struct RecoverRequest: Codable, Sendable, Equatable {
+        public var reason: String?
+        public var since: String
+        public var until: String?
+        public var dry_run: Bool?
+
+        public init(reason: String?, since: String, until: String?, dry_run: Bool?) {
+            self.reason = reason
+            self.since = since
+            self.until = until
+            self.dry_run = dry_run
+        }
+    }
+
     /// `POST /v1/dead-letters/redrive` (schema `RedriveRequest`).
     public struct RedriveRequest: Codable, Sendable, Equatable {
         public var reason: String

@@ -3,7 +3,7 @@ import Foundation
 /// Everything EchoRelay stores, behind one name: PostgreSQL and the embedded SQLite store implement it all.
 public typealias EchoRelayStore = EventStore & SubscriptionStore & DeliveryStore & AccessTokenStore & ReplayStore & AuditStore
     & TimelineStore & DeadLetterStore & QueueStatsStore & ConsoleSessionStore & BacklogStore & SecurityEventStore
-    & SubscriptionDeliveryStore & TestDeliveryStore
+    & SubscriptionDeliveryStore & TestDeliveryStore & RetentionStore
 
 /// The storage behind EchoRelay: PostgreSQL for production and several processes, SQLite
 /// embedded for one. Every method is one atomic step: it either happens whole or not at all.
@@ -86,13 +86,17 @@ public struct StoredEvent: Sendable, Equatable {
     public var providerUserID: String?
     public var providerPhoneNumber: String?
     public var source: EventSource
+    /// When retention cut the event to its receipt: its deliveries, their attempts and its
+    /// pushed payload are gone. Nil while it is kept whole.
+    public var prunedAt: Date?
 
     public init(
         id: String, type: EventType, userID: String, sequence: Int64, occurredAt: Date, receivedAt: Date,
         status: EventStatus, reason: VerificationReason? = nil, decidedAt: Date? = nil, verifiedAt: Date? = nil,
-        providerUserID: String? = nil, providerPhoneNumber: String? = nil, source: EventSource = .push
+        providerUserID: String? = nil, providerPhoneNumber: String? = nil, source: EventSource = .push, prunedAt: Date? = nil
     ) {
         self.source = source
+        self.prunedAt = prunedAt
         self.id = id
         self.type = type
         self.userID = userID

@@ -11,10 +11,12 @@ public struct RelayMetrics: Sendable {
     private let received: [EventType?: [IngestResult: Counter]]
     private let deliveries: [String: Counter]
     private let attemptDuration: Timer
-    private let replays: [String: Counter]
+    private let replays: [ReplayKind: Counter]
     private let batchSizes: [CommitGroup: Recorder]
     private let backlog: Gauge
     private let securityEvents: [SecurityEventResult: Counter]
+    /// By what was removed: events (to their receipt), deliveries, attempts, test deliveries.
+    private let pruned: [String: Counter]
 
     public init(factory: any MetricsFactory = NOOPMetricsHandler.instance) {
         self.factory = factory
@@ -39,8 +41,11 @@ public struct RelayMetrics: Sendable {
         securityEvents = Dictionary(uniqueKeysWithValues: SecurityEventResult.allCases.map { result in
             (result, Counter(label: "echorelay_security_events_received_total", dimensions: [("result", result.rawValue)], factory: factory))
         })
-        replays = Dictionary(uniqueKeysWithValues: ["event", "bulk"].map { kind in
-            (kind, Counter(label: "echorelay_replays_total", dimensions: [("kind", kind)], factory: factory))
+        pruned = Dictionary(uniqueKeysWithValues: ["events", "deliveries", "attempts", "test_deliveries"].map { what in
+            (what, Counter(label: "echorelay_pruned_total", dimensions: [("what", what)], factory: factory))
+        })
+        replays = Dictionary(uniqueKeysWithValues: ReplayKind.allCases.map { kind in
+            (kind, Counter(label: "echorelay_replays_total", dimensions: [("kind", kind.rawValue)], factory: factory))
         })
     }
 
@@ -62,6 +67,14 @@ public struct RelayMetrics: Sendable {
         /// Refused: unauthenticated, or an invalid SET (400).
         case refused
         case overloaded, failed
+    }
+
+    /// What a round of retention pruning removed.
+    public func pruned(_ counts: PruneCounts) {
+        for (what, count) in [("events", counts.events), ("deliveries", counts.deliveries), ("attempts", counts.attempts),
+                              ("test_deliveries", counts.testDeliveries)] where count > 0 {
+            pruned[what]?.increment(by: count)
+        }
     }
 
     public func securityEventReceived(_ result: SecurityEventResult) {
@@ -91,7 +104,7 @@ public struct RelayMetrics: Sendable {
     }
 
     /// A replay was asked for: `kind` is event (one event) or bulk.
-    public func replayRequested(kind: String) {
+    public func replayRequested(kind: ReplayKind) {
         replays[kind]?.increment()
     }
 
@@ -109,7 +122,8 @@ public struct RelayMetrics: Sendable {
         "echorelay_verification_outcomes_total": "Events whose OAuth Echo check ended, by outcome and reason.",
         "echorelay_deliveries_total": "Delivery attempts, by what followed: delivered, retry or dead.",
         deliveryAttemptDuration: "How long each delivery attempt took, from sending to the subscriber's answer.",
-        "echorelay_replays_total": "Replays asked for, of one event or in bulk.",
+        "echorelay_pruned_total": "Rows retention removed: events cut to their receipt, deliveries, attempts, test deliveries.",
+        "echorelay_replays_total": "Replays asked for: of one event, in bulk, or a subscription's recover.",
         commitBatchSize: "Requests each shared commit carried, by group.",
         backlogEvents: "Events received and not yet final for every subscription (the backlog ECHORELAY_BACKLOG_LIMIT bounds).",
     ]

@@ -14,7 +14,7 @@ extension API.Event {
             received_at: RFC3339.format(event.receivedAt), decided_at: event.decidedAt.map(RFC3339.format),
             verified_at: event.verifiedAt.map(RFC3339.format), provider: provider, source: event.source.rawValue,
             security_event: securityEvent.map { API.SecurityEventOrigin(issuer: $0.issuer, jti: $0.jti, event_type: $0.eventType) },
-            deliveries: deliveries.map(API.Delivery.init)
+            pruned_at: event.prunedAt.map(RFC3339.format), deliveries: deliveries.map(API.Delivery.init)
         )
     }
 }
@@ -59,7 +59,7 @@ extension API.TimelineEvent {
             id: event.id, type: event.type.rawValue, user_id: event.userID, sequence: event.sequence,
             status: event.status.rawValue, reason: event.reason?.rawValue, occurred_at: RFC3339.format(event.occurredAt),
             received_at: RFC3339.format(event.receivedAt), decided_at: event.decidedAt.map(RFC3339.format),
-            verified_at: event.verifiedAt.map(RFC3339.format),
+            verified_at: event.verifiedAt.map(RFC3339.format), pruned_at: event.prunedAt.map(RFC3339.format),
             deliveries: API.DeliveryCounts(total: counts.total, pending: counts.pending, delivered: counts.delivered,
                                            dead: counts.dead, cancelled: counts.cancelled, replays: counts.replays)
         )

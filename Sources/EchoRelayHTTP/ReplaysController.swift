@@ -6,7 +6,9 @@ import Hummingbird
 import Logging
 import NIOCore
 
-/// `/v1/replays`: bulk replays by filter, with a dry-run count, progress and cancel.
+/// `/v1/replays`: bulk replays by filter, with a dry-run count, progress and cancel; and
+/// `/v1/subscriptions/{id}/recover`, the replay an app backend starts for its own subscription
+/// (whose progress and cancel it may then use too).
 struct ReplaysController<Context: RequestContext>: Sendable {
     let store: any EchoRelayStore
     let authorizer: BearerAuthorizer
@@ -18,6 +20,45 @@ struct ReplaysController<Context: RequestContext>: Sendable {
         router.post("/v1/replays", use: start)
         router.get("/v1/replays/{id}", use: show)
         router.post("/v1/replays/{id}/cancel", use: cancel)
+        router.post("/v1/subscriptions/{id}/recover", use: recover)
+    }
+
+    @Sendable func recover(_ request: Request, context: Context) async throws -> Response {
+        let actor = try await authorizer.require(request, roles: [.admin, .support, .app])
+        let subscription = try await store.subscription(id: try context.parameters.decoded("id"), seenBy: actor)
+        let body = try await supportBody(request, RecoverRequest.parse)
+        let recovery = Recovery(subscriptionID: subscription.id, since: body.since, until: body.until)
+        let notFound = Problem.notFound("no subscription with id \"\(subscription.id)\"")
+        if body.dryRun {
+            guard let matched = try await store.countRecovery(recovery) else { throw notFound }
+            return try JSONResponse.make(DryRunView(matched: matched))
+        }
+        let replay: Replay?
+        do {
+            replay = try await store.startRecovery(recovery, actor: actor, reason: body.reason ?? "recover")
+        } catch let error as ReplayError {
+            throw Problem(error)
+        }
+        guard let replay else { throw notFound }
+        replayStarted()
+        metrics.replayRequested(kind: .recover)
+        context.logger.info("recover started", metadata: [
+            "replay.id": "\(replay.id)", "subscription.id": "\(subscription.id)", "actor": "\(actor.name)",
+            "matched": "\(replay.matched)",
+        ])
+        return try JSONResponse.make(status: .accepted, API.Replay(replay))
+    }
+
+    /// The replay `id` if this principal may see it: staff any; an app token only a recover of
+    /// a subscription it owns (404 otherwise, as for an unknown id).
+    private func visibleReplay(_ id: String, to principal: Principal) async throws -> Replay {
+        guard let replay = try await store.replay(id: id) else { throw Problem.notFound("no replay with id \"\(id)\"") }
+        if principal.role == .app {
+            guard replay.kind == .recover, let subscriptionID = replay.filter?.objectValue?["subscription_id"]?.stringValue,
+                  (try? await store.subscription(id: subscriptionID, seenBy: principal)) != nil
+            else { throw Problem.notFound("no replay with id \"\(id)\"") }
+        }
+        return replay
     }
 
     @Sendable func start(_ request: Request, context: Context) async throws -> Response {
@@ -34,7 +75,7 @@ struct ReplaysController<Context: RequestContext>: Sendable {
             throw Problem(error)
         }
         replayStarted()
-        metrics.replayRequested(kind: "bulk")
+        metrics.replayRequested(kind: .bulk)
         context.logger.info("bulk replay started", metadata: [
             "replay.id": "\(replay.id)", "actor": "\(actor.name)", "matched": "\(replay.matched)",
         ])
@@ -42,15 +83,14 @@ struct ReplaysController<Context: RequestContext>: Sendable {
     }
 
     @Sendable func show(_ request: Request, context: Context) async throws -> Response {
-        try await authorizer.require(request, roles: .staff)
-        let id = try context.parameters.decoded("id")
-        guard let replay = try await store.replay(id: id) else { throw Problem.notFound("no replay with id \"\(id)\"") }
-        return try JSONResponse.make(API.Replay(replay))
+        let principal = try await authorizer.require(request, roles: [.admin, .support, .app])
+        return try JSONResponse.make(API.Replay(try await visibleReplay(try context.parameters.decoded("id"), to: principal)))
     }
 
     @Sendable func cancel(_ request: Request, context: Context) async throws -> Response {
-        let actor = try await authorizer.require(request, roles: .staff)
+        let actor = try await authorizer.require(request, roles: [.admin, .support, .app])
         let id = try context.parameters.decoded("id")
+        _ = try await visibleReplay(id, to: actor)
         let body = try await supportBody(request, ReasonRequest.parse)
         let replay: Replay?
         do {

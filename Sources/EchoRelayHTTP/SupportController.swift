@@ -70,7 +70,7 @@ struct SupportController<Context: RequestContext>: Sendable {
             throw Problem(error, eventID: eventID)
         }
         workCreated(.delivery)
-        metrics.replayRequested(kind: "event")
+        metrics.replayRequested(kind: .event)
         context.logger.info("event replayed", metadata: [
             "event.id": "\(eventID)", "replay.id": "\(receipt.id)", "actor": "\(actor.name)", "matched": "\(receipt.matched)",
         ])
@@ -116,6 +116,14 @@ extension Problem {
             self.init(.unprocessableContent, slug: "nothing-to-replay", title: "Nothing to replay",
                       detail: "no enabled subscription wants \(type) events, so a replay of event \"\(eventID ?? "")\" would send nothing;"
                         + " name one in subscription_ids (a disabled one is taken), or enable or create one first")
+        case .nothingToRecover:
+            self.init(.unprocessableContent, slug: "nothing-to-recover", title: "Nothing to recover",
+                      detail: "the subscription has received, or still has pending, every verified event of its types"
+                        + " received in this window, so a recover would send nothing")
+        case .subscriptionDisabled:
+            self.init(.conflict, slug: "subscription-disabled", title: "Subscription disabled",
+                      detail: "the subscription is disabled, so recovered deliveries would only wait; enable it first"
+                        + " (POST /v1/subscriptions/{id}/enable), then recover")
         case .nothingMatched:
             self.init(.unprocessableContent, slug: "nothing-to-replay", title: "Nothing to replay",
                       detail: "no original delivery to a subscription that is not deleted (and enabled, unless named) matches"

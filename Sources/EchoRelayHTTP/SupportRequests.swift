@@ -42,6 +42,26 @@ public struct BulkReplayRequest: Sendable, Equatable {
     }
 }
 
+/// `POST /v1/subscriptions/{id}/recover`. `reason` is optional here: an app backend recovering
+/// its own subscription says why only if it wants to; the audit log records the window anyway.
+public struct RecoverRequest: Sendable, Equatable {
+    public var reason: String?
+    public var since: Date
+    public var until: Date?
+    public var dryRun: Bool
+
+    public static func parse(_ body: some Collection<UInt8>) throws(EventParseError) -> RecoverRequest {
+        var reader = try SupportBodyReader(body)
+        let reason = reader.reason(required: false)
+        let since = reader.time("since", required: true)
+        let until = reader.time("until")
+        let dryRun = reader.bool("dry_run") ?? false
+        reader.checkRange(since: since, until: until)
+        try reader.finish()
+        return RecoverRequest(reason: reason, since: since!, until: until, dryRun: dryRun)
+    }
+}
+
 public struct RedriveRequest: Sendable, Equatable {
     public var reason: String
     public var filter: DeadLetterFilter
@@ -122,11 +142,13 @@ private struct SupportBodyReader {
         self.object = object
     }
 
-    /// `reason`, required; nil only when a problem was recorded.
-    mutating func reason() -> String? {
+    /// `reason`; when required, nil only when a problem was recorded.
+    mutating func reason(required: Bool = true) -> String? {
         known.insert("reason")
         guard let value = object["reason"], value != .null else {
-            problems.append(.init(field: "reason", reason: "is required: a support action needs a reason for the audit log"))
+            if required {
+                problems.append(.init(field: "reason", reason: "is required: a support action needs a reason for the audit log"))
+            }
             return nil
         }
         guard let text = value.stringValue else {
@@ -184,8 +206,14 @@ private struct SupportBodyReader {
         }
     }
 
-    mutating func time(_ name: String) -> Date? {
-        string(name) { text in
+    /// A time; when required, nil only when a problem was recorded.
+    mutating func time(_ name: String, required: Bool = false) -> Date? {
+        if required, object[name] == nil || object[name] == .null {
+            known.insert(name)
+            problems.append(.init(field: name, reason: "is required: an RFC 3339 date-time such as 2026-01-31T12:00:00Z"))
+            return nil
+        }
+        return string(name) { text in
             guard let date = RFC3339.parse(text) else { return "must be an RFC 3339 date-time such as 2026-01-31T12:00:00Z" }
             return TextRules.isInStoredRange(date) ? nil : TextRules.timeRangeReason
         }.flatMap(RFC3339.parse)

@@ -110,14 +110,16 @@ extension PostgresEventStore: ReplayStore {
         try await transaction { connection -> Int? in
             // One replay at a time, oldest first; SKIP LOCKED lets another process take the next.
             let candidates = try await (try await connection.query("""
-                SELECT id FROM replays WHERE state = 'running' AND NOT cursor_done
+                SELECT id, kind FROM replays WHERE state = 'running' AND NOT cursor_done
                 ORDER BY created_at LIMIT 1 FOR UPDATE SKIP LOCKED
-                """, logger: logger)).decode(String.self).gathered()
-            guard let id = candidates.first else { return nil }
+                """, logger: logger)).decode((String, String).self).gathered()
+            guard let (id, kind) = candidates.first else { return nil }
 
             // The next batch after the cursor, in (user, sequence, subscription) order, so a
             // user's replayed deliveries are queued oldest first and the order rule holds them.
-            let created = try await (try await connection.query("""
+            let created = kind == ReplayKind.recover.rawValue
+                ? try await Self.recoverBatch(replayID: id, limit: limit, on: connection, logger: logger)
+                : try await (try await connection.query("""
                 WITH f AS (SELECT filter, max_delivery_id, cursor_user_id, cursor_sequence, cursor_subscription_id
                            FROM replays WHERE id = \(id)),
                 picked AS (
@@ -149,6 +151,91 @@ extension PostgresEventStore: ReplayStore {
                 """, logger: logger)
             return created.count
         }
+    }
+
+    /// The events a recover (the jsonb `f.filter`, received before `f.bound`) sends: verified,
+    /// of the subscription's types, with no delivery to it delivered or pending. The two probes
+    /// are split by `replay_id` so each has its partial unique index.
+    private static let recoverableEvents = """
+        FROM subscriptions s
+        JOIN events e ON e.type = ANY (s.event_types)
+        WHERE s.id = f.filter->>'subscription_id' AND s.deleted_at IS NULL AND e.status = 'verified' AND e.pruned_at IS NULL
+          AND e.received_at >= (f.filter->>'since')::timestamptz
+          AND e.received_at < least(coalesce((f.filter->>'until')::timestamptz, 'infinity'), f.bound)
+          AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = e.id AND d.subscription_id = s.id
+                          AND d.replay_id IS NULL AND d.status IN ('delivered', 'pending'))
+          AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = e.id AND d.subscription_id = s.id
+                          AND d.replay_id IS NOT NULL AND d.status IN ('delivered', 'pending'))
+        """
+
+    public func countRecovery(_ recovery: Recovery) async throws -> Int? {
+        do {
+            let filterText = String(decoding: recovery.json.canonicalEncoding(), as: UTF8.self)
+            let rows = try await client.query("""
+                WITH f AS (SELECT \(filterText)::jsonb AS filter, now() AS bound)
+                SELECT (SELECT count(*) FROM subscriptions WHERE id = \(recovery.subscriptionID) AND deleted_at IS NULL),
+                       (SELECT count(*) FROM f, LATERAL (SELECT 1 \(unescaped: Self.recoverableEvents)) m)
+                """, logger: logger)
+            for try await (found, count) in rows.decode((Int64, Int64).self) { return found == 0 ? nil : Int(count) }
+            return nil
+        } catch {
+            throw StoreError.wrap(error)
+        }
+    }
+
+    public func startRecovery(_ recovery: Recovery, actor: Principal, reason: String) async throws -> Replay? {
+        let filterText = String(decoding: recovery.json.canonicalEncoding(), as: UTF8.self)
+        let id = "rpl_" + RandomID.make()
+        let found: Bool = try await transaction { connection in
+            // FOR SHARE keeps the subscription from being disabled or deleted under the count.
+            let enabled = try await (try await connection.query("""
+                SELECT enabled FROM subscriptions WHERE id = \(recovery.subscriptionID) AND deleted_at IS NULL FOR SHARE
+                """, logger: logger)).decode(Bool.self).gathered()
+            guard let isEnabled = enabled.first else { return false }
+            guard isEnabled else { throw ReplayError.subscriptionDisabled }
+            // created_at is now(), the bound of every batch: what arrives later is delivered
+            // the usual way.
+            let matched = try await (try await connection.query("""
+                WITH f AS (SELECT \(filterText)::jsonb AS filter, now() AS bound),
+                m AS (SELECT count(*)::integer AS matched FROM f, LATERAL (SELECT 1 \(unescaped: Self.recoverableEvents)) e)
+                INSERT INTO replays (id, kind, actor_name, actor_role, reason, filter, matched, cursor_done)
+                SELECT \(id), 'recover', \(actor.name), \(actor.role.rawValue), \(reason), f.filter, m.matched, m.matched = 0
+                FROM f, m
+                RETURNING matched
+                """, logger: logger)).decode(Int.self).gathered().first ?? 0
+            guard matched > 0 else { throw ReplayError.nothingToRecover }
+            try await Self.audit(on: connection, logger: logger, actor: actor, action: "subscription.recover", target: id,
+                                 filter: recovery.json, matched: matched, reason: reason)
+            return true
+        }
+        guard found else { return nil }
+        guard let replay = try await replay(id: id) else { throw StoreError.unexpected("replay \(id) vanished") }
+        return replay
+    }
+
+    /// A recover's next batch after its cursor, in (user, sequence) order; returns what it
+    /// created, last first, as the bulk batch does.
+    private static func recoverBatch(
+        replayID id: String, limit: Int, on connection: PostgresConnection, logger: Logger
+    ) async throws -> [(String, Int64, String)] {
+        try await (try await connection.query("""
+            WITH f AS (SELECT filter, created_at AS bound, cursor_user_id, cursor_sequence FROM replays WHERE id = \(id)),
+            picked AS (
+                SELECT p.* FROM f, LATERAL (SELECT e.id AS event_id, s.id AS subscription_id, e.user_id, e.sequence
+                                            \(unescaped: recoverableEvents)
+                                            AND (f.cursor_user_id IS NULL OR (e.user_id, e.sequence) > (f.cursor_user_id, f.cursor_sequence))
+                                            ORDER BY e.user_id, e.sequence
+                                            LIMIT \(limit)) p
+            ), inserted AS (
+                INSERT INTO deliveries (event_id, subscription_id, user_id, sequence, webhook_id, replay_id)
+                SELECT event_id, subscription_id, user_id, sequence,
+                       \(unescaped: WebhookIDSQL.expression(eventID: "event_id", subscriptionID: "subscription_id")), \(id)
+                FROM picked
+                RETURNING user_id, sequence, subscription_id
+            )
+            SELECT user_id, sequence, subscription_id FROM inserted
+            ORDER BY user_id DESC, sequence DESC
+            """, logger: logger)).decode((String, Int64, String).self).gathered()
     }
 
     public func replay(id: String) async throws -> Replay? {

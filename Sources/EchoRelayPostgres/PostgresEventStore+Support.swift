@@ -82,7 +82,7 @@ extension PostgresEventStore: TimelineStore {
     /// What `entries` reads of a page `e` and its deliveries.
     static let entryColumns = """
         e.id, e.user_id, e.type, e.sequence, e.occurred_at, e.received_at, e.status, e.status_reason,
-        e.decided_at, e.verified_at, replayed.replays, originals.subscriptions, originals.statuses
+        e.decided_at, e.verified_at, replayed.replays, originals.subscriptions, originals.statuses, e.pruned_at
         """
 
     /// Each event of the page finds its deliveries by key, through the two unique indexes
@@ -102,14 +102,15 @@ extension PostgresEventStore: TimelineStore {
     private static func entries(_ rows: PostgresRowSequence) async throws -> [TimelineEntry] {
         var entries: [TimelineEntry] = []
         for try await row in rows.decode(
-            (String, String, String, Int64, Date, Date, String, String?, Date?, Date?, Int, [String], [String]).self
+            (String, String, String, Int64, Date, Date, String, String?, Date?, Date?, Int, [String], [String], Date?).self
         ) {
             guard let type = EventType(rawValue: row.2), let status = EventStatus(rawValue: row.6) else {
                 throw StoreError.unexpected("event \(row.0) has an unknown type or status")
             }
             let event = StoredEvent(
                 id: row.0, type: type, userID: row.1, sequence: row.3, occurredAt: row.4, receivedAt: row.5,
-                status: status, reason: row.7.flatMap(VerificationReason.init(rawValue:)), decidedAt: row.8, verifiedAt: row.9
+                status: status, reason: row.7.flatMap(VerificationReason.init(rawValue:)), decidedAt: row.8, verifiedAt: row.9,
+                prunedAt: row.13
             )
             let bySubscription = try zip(row.11, row.12).map { subscriptionID, status in
                 guard let status = DeliveryStatus(rawValue: status) else {

@@ -79,27 +79,43 @@ extension SQLiteEventStore {
         try await session.write { db -> Int? in
             // One replay at a time, oldest first.
             guard let replay = try await db.row("""
-                SELECT id, filter, max_delivery_id, cursor_user_id, cursor_sequence, cursor_subscription_id
+                SELECT id, kind, filter, created_at, max_delivery_id, cursor_user_id, cursor_sequence, cursor_subscription_id
                 FROM replays WHERE state = 'running' AND cursor_done = 0
                 ORDER BY created_at, rowid LIMIT 1
                 """) else { return nil }
             let id = try replay.string(0)
-            let matching = ReplayMatch(try replay.optionalJSON(1) ?? .object([:]))
+            let filter = try replay.optionalJSON(2) ?? .object([:])
+            let cursor: [any SQLiteBind] = [try replay.optionalString(5), try replay.optionalInt64(6), try replay.optionalString(7)]
 
             // The next batch after the cursor, in (user, sequence, subscription) order, so a
             // user's replayed deliveries are queued oldest first and the order rule holds them.
-            let base = matching.binds.count
-            let picked = try await db.rows("""
-                SELECT d.event_id, d.subscription_id, d.user_id, d.sequence, d.webhook_id \(matching.sql)
-                  AND d.id <= ?\(base + 1)
-                  AND (?\(base + 2) IS NULL OR (d.user_id, d.sequence, d.subscription_id) > (?\(base + 2), ?\(base + 3), ?\(base + 4)))
-                ORDER BY d.user_id, d.sequence, d.subscription_id
-                LIMIT ?\(base + 5)
-                """, matching.binds + [try replay.optionalInt64(2), try replay.optionalString(3), try replay.optionalInt64(4),
-                                       try replay.optionalString(5), limit])
-            let deliveries = try picked.map { row in
-                NewDelivery(eventID: try row.string(0), subscriptionID: try row.string(1), userID: try row.string(2),
-                            sequence: try row.int64(3), webhookID: try row.string(4), replayID: id)
+            let deliveries: [NewDelivery]
+            if try replay.string(1) == ReplayKind.recover.rawValue {
+                let matching = RecoverMatch(filter, startedAt: try replay.int64(3))
+                deliveries = try await db.rows("""
+                    SELECT e.id, s.id, e.user_id, e.sequence \(RecoverMatch.sql)
+                      AND (?4 IS NULL OR (e.user_id, e.sequence) > (?4, ?5))
+                    ORDER BY e.user_id, e.sequence
+                    LIMIT ?6
+                    """, matching.binds + Array(cursor.prefix(2)) + [limit]).map { row in
+                    let eventID = try row.string(0), subscriptionID = try row.string(1)
+                    return NewDelivery(eventID: eventID, subscriptionID: subscriptionID, userID: try row.string(2),
+                                       sequence: try row.int64(3), webhookID: WebhookID.make(eventID: eventID, subscriptionID: subscriptionID),
+                                       replayID: id)
+                }
+            } else {
+                let matching = ReplayMatch(filter)
+                let base = matching.binds.count
+                deliveries = try await db.rows("""
+                    SELECT d.event_id, d.subscription_id, d.user_id, d.sequence, d.webhook_id \(matching.sql)
+                      AND d.id <= ?\(base + 1)
+                      AND (?\(base + 2) IS NULL OR (d.user_id, d.sequence, d.subscription_id) > (?\(base + 2), ?\(base + 3), ?\(base + 4)))
+                    ORDER BY d.user_id, d.sequence, d.subscription_id
+                    LIMIT ?\(base + 5)
+                    """, matching.binds + [try replay.optionalInt64(4)] + cursor + [limit]).map { row in
+                    NewDelivery(eventID: try row.string(0), subscriptionID: try row.string(1), userID: try row.string(2),
+                                sequence: try row.int64(3), webhookID: try row.string(4), replayID: id)
+                }
             }
             try await Self.insertDeliveries(deliveries, db: db)
 
@@ -115,6 +131,39 @@ extension SQLiteEventStore {
                 """, [deliveries.count, last?.userID, last?.sequence, last?.subscriptionID, deliveries.count < limit, id])
             return deliveries.count
         }
+    }
+
+    public func countRecovery(_ recovery: Recovery) async throws -> Int? {
+        try await session.read { db in
+            guard try await db.row("SELECT 1 FROM subscriptions WHERE id = ?1 AND deleted_at IS NULL", [recovery.subscriptionID]) != nil
+            else { return nil }
+            let matching = RecoverMatch(recovery.json, startedAt: SQLiteTime.now())
+            return try await db.row("SELECT count(*) \(RecoverMatch.sql)", matching.binds)?.int(0) ?? 0
+        }
+    }
+
+    public func startRecovery(_ recovery: Recovery, actor: Principal, reason: String) async throws -> Replay? {
+        let id = "rpl_" + RandomID.make()
+        let found: Bool = try await session.write { db in
+            guard let subscription = try await db.row(
+                "SELECT enabled FROM subscriptions WHERE id = ?1 AND deleted_at IS NULL", [recovery.subscriptionID]
+            ) else { return false }
+            guard try subscription.bool(0) else { throw ReplayError.subscriptionDisabled }
+            // created_at is the bound of every batch: what arrives later is delivered the usual way.
+            let matching = RecoverMatch(recovery.json, startedAt: db.now)
+            let matched = try await db.row("SELECT count(*) \(RecoverMatch.sql)", matching.binds)?.int(0) ?? 0
+            guard matched > 0 else { throw ReplayError.nothingToRecover }
+            try await db.run("""
+                INSERT INTO replays (id, kind, actor_name, actor_role, reason, filter, matched, cursor_done, created_at)
+                VALUES (?1, 'recover', ?2, ?3, ?4, ?5, ?6, 0, ?7)
+                """, [id, actor.name, actor.role.rawValue, reason, JSONText(recovery.json), matched, db.now])
+            try await Self.audit(db, actor: actor, action: "subscription.recover", target: id, filter: recovery.json,
+                                 matched: matched, reason: reason)
+            return true
+        }
+        guard found else { return nil }
+        guard let replay = try await replay(id: id) else { throw StoreError.unexpected("replay \(id) vanished") }
+        return replay
     }
 
     public func replay(id: String) async throws -> Replay? {
@@ -232,5 +281,31 @@ struct ReplayMatch {
     private mutating func add(_ condition: String, _ value: any SQLiteBind) {
         binds.append(value)
         sql += " AND " + condition.replacingOccurrences(of: "?", with: "?\(binds.count)")
+    }
+}
+
+/// The events a recover sends, as PostgreSQL's `recoverableEvents`: verified, of the
+/// subscription's types, received in [since, until) and before the recover started, with no
+/// delivery to it delivered or pending. Parameters ?1…?3.
+struct RecoverMatch {
+    static let sql = """
+        FROM subscriptions s
+        JOIN events e ON e.type IN (SELECT value FROM json_each(s.event_types))
+        WHERE s.id = ?1 AND s.deleted_at IS NULL AND e.status = 'verified' AND e.pruned_at IS NULL
+          AND e.received_at >= ?2 AND e.received_at < ?3
+          AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = e.id AND d.subscription_id = s.id
+                          AND d.replay_id IS NULL AND d.status IN ('delivered', 'pending'))
+          AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = e.id AND d.subscription_id = s.id
+                          AND d.replay_id IS NOT NULL AND d.status IN ('delivered', 'pending'))
+        """
+    let binds: [any SQLiteBind]
+
+    /// From the recover's window as stored (`Recovery.json`) and when it started, in
+    /// microseconds.
+    init(_ filter: JSONValue, startedAt: Int64) {
+        let fields = filter.objectValue ?? [:]
+        let since = fields["since"]?.stringValue.flatMap(RFC3339.parse).map(SQLiteTime.microseconds) ?? .min
+        let until = fields["until"]?.stringValue.flatMap(RFC3339.parse).map(SQLiteTime.microseconds) ?? .max
+        binds = [fields["subscription_id"]?.stringValue, since, min(until, startedAt)]
     }
 }

@@ -53,7 +53,8 @@ extension SQLiteEventStore {
         e.id, e.user_id, e.type, e.sequence, e.occurred_at, e.received_at, e.status, e.status_reason,
         e.decided_at, e.verified_at,
         count(d.id) FILTER (WHERE d.replay_id IS NOT NULL),
-        json_group_array(json_array(d.subscription_id, d.status)) FILTER (WHERE d.id IS NOT NULL AND d.replay_id IS NULL)
+        json_group_array(json_array(d.subscription_id, d.status)) FILTER (WHERE d.id IS NOT NULL AND d.replay_id IS NULL),
+        e.pruned_at
         """
 
     private static func entry(_ row: Row) throws -> TimelineEntry {
@@ -65,7 +66,7 @@ extension SQLiteEventStore {
             id: id, type: type, userID: try row.string(1), sequence: try row.int64(3), occurredAt: try row.date(4),
             receivedAt: try row.date(5), status: status,
             reason: try row.optionalString(7).flatMap(VerificationReason.init(rawValue:)),
-            decidedAt: try row.optionalDate(8), verifiedAt: try row.optionalDate(9)
+            decidedAt: try row.optionalDate(8), verifiedAt: try row.optionalDate(9), prunedAt: try row.optionalDate(12)
         )
         let pairs = try JSONDecoder().decode([[String]].self, from: Data(try row.string(11).utf8))
         let bySubscription = try pairs.map { pair in

@@ -226,7 +226,7 @@ extension SQLiteEventStore {
         try await session.read { db in
             guard let row = try await db.row("""
                 SELECT id, type, user_id, sequence, occurred_at, received_at, status, status_reason,
-                       decided_at, verified_at, provider_user_id, provider_phone_number, source
+                       decided_at, verified_at, provider_user_id, provider_phone_number, source, pruned_at
                 FROM events WHERE id = ?1
                 """, [id]) else { return nil }
             guard let type = EventType(rawValue: try row.string(1)), let status = EventStatus(rawValue: try row.string(6)),
@@ -238,7 +238,8 @@ extension SQLiteEventStore {
                 occurredAt: try row.date(4), receivedAt: try row.date(5), status: status,
                 reason: try row.optionalString(7).flatMap(VerificationReason.init(rawValue:)),
                 decidedAt: try row.optionalDate(8), verifiedAt: try row.optionalDate(9),
-                providerUserID: try row.optionalString(10), providerPhoneNumber: try row.optionalString(11), source: source
+                providerUserID: try row.optionalString(10), providerPhoneNumber: try row.optionalString(11), source: source,
+                prunedAt: try row.optionalDate(13)
             )
         }
     }

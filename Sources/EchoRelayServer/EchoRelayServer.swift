@@ -175,7 +175,11 @@ public enum EchoRelayServer {
         if configuration.delivery.allowPrivateSubscribers {
             logger.warning("ECHORELAY_ALLOW_PRIVATE_SUBSCRIBERS is on: subscribers may be private addresses over http; for local testing only")
         }
-        return [verifyWorker, deliveryWorker, replayWorker]
+        let pruner: [any Service] = configuration.retention.keepsEverything ? [] : [RetentionPruner(
+            pruning: Pruning(store: store, policy: configuration.retention), interval: configuration.pruneInterval, ready: ready,
+            metrics: metrics, logger: logger
+        )]
+        return [verifyWorker, deliveryWorker, replayWorker] + pruner
     }
 }
 
@@ -265,6 +269,7 @@ struct CheckedSettings {
         try configuration.echo.validate()
         try configuration.delivery.validate(lease: configuration.echo.lease)
         try configuration.validateBacklog()
+        try configuration.validatePruneInterval()
         try configuration.validateSecurityEvents()
         sealer = try configuration.secretKey.map { key in
             do throws(SecretSealerError) {

@@ -39,6 +39,11 @@ public struct ServerConfiguration: Sendable {
     /// How often a process that serves the console deletes expired console sessions.
     public var consoleSessionSweepInterval: Duration
 
+    /// What is kept how long once final (`ECHORELAY_RETAIN_*`), and how often worker
+    /// processes prune the rest (`ECHORELAY_PRUNE_INTERVAL`).
+    public var retention: RetentionPolicy
+    public var pruneInterval: Duration
+
     /// `POST /v1/sets` (`ECHORELAY_SET_*`); nil: no Shared Signals transmitter, the route is off.
     public var securityEvents: SecurityEventReceiverSettings?
 
@@ -50,8 +55,11 @@ public struct ServerConfiguration: Sendable {
         delivery: DeliveryConfiguration = DeliveryConfiguration(), requestTimeout: Duration = .seconds(30),
         shutdownGrace: Duration = .seconds(10), ingestWait: Duration = .seconds(10),
         backlogLimit: Int? = defaultBacklogLimit, backlogSampleInterval: Duration = .milliseconds(500),
-        consoleSessionSweepInterval: Duration = .seconds(300), securityEvents: SecurityEventReceiverSettings? = nil
+        consoleSessionSweepInterval: Duration = .seconds(300), retention: RetentionPolicy = .defaults,
+        pruneInterval: Duration = .seconds(600), securityEvents: SecurityEventReceiverSettings? = nil
     ) {
+        self.retention = retention
+        self.pruneInterval = pruneInterval
         self.securityEvents = securityEvents
         self.consoleSessionSweepInterval = consoleSessionSweepInterval
         self.backlogLimit = backlogLimit
@@ -80,6 +88,12 @@ extension ServerConfiguration {
     func validateSecurityEvents() throws {
         if let problem = securityEvents?.problems.first {
             throw ConfigurationError(setting: problem.setting, reason: problem.reason)
+        }
+    }
+
+    func validatePruneInterval() throws {
+        guard pruneInterval >= .seconds(1) else {
+            throw ConfigurationError(setting: "ECHORELAY_PRUNE_INTERVAL", reason: "must be 1s or more, so pruning rests between rounds")
         }
     }
 

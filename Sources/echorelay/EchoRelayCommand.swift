@@ -14,7 +14,7 @@ struct EchoRelayCommand: AsyncParsableCommand {
         version: EchoRelayInfo.version,
         subcommands: [
             ServeCommand.self, MigrateCommand.self, TokensCommand.self, SecretCommand.self, SecretKeyCommand.self,
-            ResealCommand.self, EchoSignCommand.self,
+            ResealCommand.self, PruneCommand.self, EchoSignCommand.self,
             // Clients of the HTTP API, for support staff and administrators (ECHORELAY_URL, ECHORELAY_TOKEN).
             EventsCommand.self, ReplayCommand.self, ReplaysCommand.self, DeadLettersCommand.self, AuditCommand.self, SetsCommand.self,
             SubscriptionsCommand.self,

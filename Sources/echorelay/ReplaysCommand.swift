@@ -14,7 +14,7 @@ struct ReplaysCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "replays",
         abstract: "Show a replay's progress (optionally until it ends) or cancel it (a client of the API).",
-        discussion: "Needs a token with the support or admin role (ECHORELAY_TOKEN). \(ClientHelp.exitStatus)",
+        discussion: "Needs a token with the support or admin role (ECHORELAY_TOKEN), or the app token that started a recover of its own subscription. \(ClientHelp.exitStatus)",
         subcommands: [Show.self, Cancel.self]
     )
 
@@ -55,32 +55,37 @@ struct ReplaysCommand: AsyncParsableCommand {
         func run() async throws {
             let interval = DurationText.parse(interval)!  // checked in validate()
             try await client.run { api in
-                var answer = try await api.get(["v1", "replays", id])
-                var replay = try answer.decode(API.Replay.self)
-                var progress = ProgressReporter()
-                defer { progress.finish() }  // also when a poll fails: the error starts a line of its own
-                if wait {
-                    while replay.state == "running" {
-                        progress.report(replay)
-                        try await Task.sleep(for: interval)
-                        answer = try await api.get(["v1", "replays", id])
-                        replay = try answer.decode(API.Replay.self)
-                    }
-                    progress.report(replay)
-                    progress.finish()
-                }
-                if client.json { printJSON(answer.body) } else { print(replay.text) }
-                guard wait else { return }
-                // Scripts tell a clean replay from one that needs a look by the exit status.
-                if replay.state == "cancelled" {
-                    writeToStandardError("replay \(replay.id) was cancelled")
-                    throw ExitCode(ReplaysCommand.incompleteExitCode)
-                }
-                if replay.failed > 0 {
-                    writeToStandardError("replay \(replay.id): \(TextOutput.count(replay.failed, "delivery", "deliveries")) failed (see: echorelay dead-letters list)")
-                    throw ExitCode(ReplaysCommand.incompleteExitCode)
-                }
+                if wait { return try await ReplaysCommand.follow(id, api, interval: interval, json: client.json) }
+                let answer = try await api.get(["v1", "replays", id])
+                if client.json { printJSON(answer.body) } else { print(try answer.decode(API.Replay.self).text) }
             }
+        }
+    }
+
+    /// Polls a replay until it is no longer running, drawing its progress on standard error,
+    /// then prints it; throws exit status 3 if it was cancelled or some deliveries failed.
+    static func follow(_ id: String, _ api: APIClient, interval: Duration, json: Bool) async throws {
+        var answer = try await api.get(["v1", "replays", id])
+        var replay = try answer.decode(API.Replay.self)
+        var progress = ProgressReporter()
+        defer { progress.finish() }  // also when a poll fails: the error starts a line of its own
+        while replay.state == "running" {
+            progress.report(replay)
+            try await Task.sleep(for: interval)
+            answer = try await api.get(["v1", "replays", id])
+            replay = try answer.decode(API.Replay.self)
+        }
+        progress.report(replay)
+        progress.finish()
+        if json { printJSON(answer.body) } else { print(replay.text) }
+        // Scripts tell a clean replay from one that needs a look by the exit status.
+        if replay.state == "cancelled" {
+            writeToStandardError("replay \(replay.id) was cancelled")
+            throw ExitCode(ReplaysCommand.incompleteExitCode)
+        }
+        if replay.failed > 0 {
+            writeToStandardError("replay \(replay.id): \(TextOutput.count(replay.failed, "delivery", "deliveries")) failed (see: echorelay dead-letters list)")
+            throw ExitCode(ReplaysCommand.incompleteExitCode)
         }
     }
 

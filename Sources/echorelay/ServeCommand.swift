@@ -99,6 +99,11 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .customLong(ServeSettings.replayRate.flag), help: ServeSettings.replayRate.argumentHelp)
     var replayRate: Int?
 
+    @OptionGroup var retention: RetentionOptions
+
+    @Option(name: .customLong(ServeSettings.pruneInterval.flag), help: ServeSettings.pruneInterval.argumentHelp)
+    var pruneInterval: String?
+
     @Option(name: .customLong(ServeSettings.backlogLimit.flag), help: ServeSettings.backlogLimit.argumentHelp)
     var backlogLimit: String?
 
@@ -166,6 +171,8 @@ struct ServeCommand: AsyncParsableCommand {
             requestTimeout: try Setting.duration(requestTimeout, S.requestTimeout),
             shutdownGrace: try Setting.duration(shutdownGrace, S.shutdownGrace),
             backlogLimit: try Setting.backlogLimit(backlogLimit),
+            retention: try retention.policy(),
+            pruneInterval: try Setting.duration(pruneInterval, S.pruneInterval),
             securityEvents: try Setting.securityEvents(
                 issuer: setIssuer, audience: setAudience, jwksURL: setJwksURL, allowHTTP: setAllowHTTP, pushToken: setPushToken
             )

@@ -99,6 +99,12 @@ enum ServeSettings {
         help: "Webhook deliveries in flight at once per subscription, so one slow backend cannot take every slot.")
     static let replayRate = ServeSetting("replay-rate", "ECHORELAY_REPLAY_RATE", .value("50"),
         help: "Events a bulk replay sends per second (each event to each subscription counts once), so a replay cannot flood a backend.")
+    static let retainAttempts = ServeSetting("retain-attempts", "ECHORELAY_RETAIN_ATTEMPTS", .value("30d"),
+        help: "How long delivery attempt records (with the heads of the answers) and test deliveries are kept once everything about their event is final; 0 keeps them forever.")
+    static let retainEvents = ServeSetting("retain-events", "ECHORELAY_RETAIN_EVENTS", .value("90d"),
+        help: "How long an event's deliveries, their attempts and its pushed payload are kept once everything about it is final; then the event keeps only its receipt (id, fingerprint, user, sequence, type, outcome and times), so a repeated push still gets its answer. 0 keeps them forever.")
+    static let pruneInterval = ServeSetting("prune-interval", "ECHORELAY_PRUNE_INTERVAL", .value("10m"),
+        help: "How often a worker process prunes what retention no longer keeps, in small batches.")
     static let backlogLimit = ServeSetting("backlog-limit", "ECHORELAY_BACKLOG_LIMIT", .value("10000"),
         help: "Events received and not yet final (awaiting verification, or a delivery to an enabled subscription) past which ingest answers 503 with Retry-After and stores nothing, until the backlog drains below it; `off` for no limit.")
     static let setIssuer = ServeSetting("set-issuer", "ECHORELAY_SET_ISSUER", .unset("none (`POST /v1/sets` is off)"),
@@ -123,6 +129,6 @@ enum ServeSettings {
         help: "Log format on standard error: text, or json (one object per line, with event.id, user.id and subscription.id as keys).")
 
     static let all: [ServeSetting] = [
-        host, port, databaseURL, demo, ingestSecrets, secretKey, adminToken, noMigrate, role, consumerKey, echoAllowedHosts, echoAllowHTTP, echoTimeout, echoRetrySchedule, lease, verifyConcurrency, deliveryTimeout, retrySchedule, disableAfter, allowPrivateSubscribers, privateSubscribers, subscriberCAFile, deliveryConcurrency, subscriptionConcurrency, replayRate, backlogLimit, setIssuer, setAudience, setJwksURL, setAllowHTTP, setPushToken, requestTimeout, shutdownGrace, threads, logLevel, logFormat,
+        host, port, databaseURL, demo, ingestSecrets, secretKey, adminToken, noMigrate, role, consumerKey, echoAllowedHosts, echoAllowHTTP, echoTimeout, echoRetrySchedule, lease, verifyConcurrency, deliveryTimeout, retrySchedule, disableAfter, allowPrivateSubscribers, privateSubscribers, subscriberCAFile, deliveryConcurrency, subscriptionConcurrency, replayRate, retainAttempts, retainEvents, pruneInterval, backlogLimit, setIssuer, setAudience, setJwksURL, setAllowHTTP, setPushToken, requestTimeout, shutdownGrace, threads, logLevel, logFormat,
     ]
 }

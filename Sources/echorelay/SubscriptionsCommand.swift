@@ -8,12 +8,12 @@ import Foundation
 struct SubscriptionsCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "subscriptions",
-        abstract: "Manage subscriptions, read their deliveries and test them (a client of the API).",
+        abstract: "Manage subscriptions, read their deliveries, test and recover them (a client of the API).",
         discussion: """
             An app token (ECHORELAY_TOKEN) sees and changes only the subscriptions it created; admin \
             sees all; support reads deliveries and sends tests. \(ClientHelp.exitStatus)
             """,
-        subcommands: [List.self, Show.self, Create.self, Enable.self, Disable.self, RotateSecret.self, Test.self, Deliveries.self]
+        subcommands: [List.self, Show.self, Create.self, Enable.self, Disable.self, RotateSecret.self, Test.self, Recover.self, Deliveries.self]
     )
 
     struct List: AsyncParsableCommand {

@@ -38,6 +38,7 @@ struct EchoFixture: Sendable {
             timeout: .seconds(5), retrySchedule: [.milliseconds(100), .milliseconds(200)], allowPrivateSubscribers: true
         ),
         secretKey: String? = nil, database: TestDatabase? = nil, securityEvents: SecurityEventReceiverSettings? = nil,
+        retention: RetentionPolicy = .defaults, pruneInterval: Duration = .seconds(600),
         logger: Logger = TestLogger.quiet, _ body: @Sendable (EchoFixture) async throws -> Void
     ) async throws {
         let provider = StandInProvider()
@@ -48,7 +49,7 @@ struct EchoFixture: Sendable {
                 retrySchedule: retrySchedule, lease: lease, pollInterval: .milliseconds(200)
             )
             try await LiveServer.run(role: .all, echo: echo, delivery: delivery, secretKey: secretKey, securityEvents: securityEvents,
-                                     logger: logger, database: database) { server in
+                                     retention: retention, pruneInterval: pruneInterval, logger: logger, database: database) { server in
                 try await body(EchoFixture(server: server, provider: provider))
             }
         }

@@ -40,6 +40,7 @@ struct LiveServer: Sendable {
         secretKey: String? = nil, requestTimeout: Duration = .seconds(30), ingestWait: Duration = .seconds(10),
         backlogLimit: Int? = ServerConfiguration.defaultBacklogLimit, backlogSampleInterval: Duration = .milliseconds(500),
         consoleSessionSweepInterval: Duration = .seconds(300), securityEvents: SecurityEventReceiverSettings? = nil,
+        retention: RetentionPolicy = .defaults, pruneInterval: Duration = .seconds(600),
         logger: Logger = TestLogger.quiet, database: TestDatabase? = nil, _ body: @Sendable (LiveServer) async throws -> Void
     ) async throws {
         // A given database outlives this server, as across a restart.
@@ -50,7 +51,7 @@ struct LiveServer: Sendable {
                 secretKey: secretKey.map(Secret.init), migrateAtStart: migrate, role: role, echo: echo, delivery: delivery,
                 requestTimeout: requestTimeout, ingestWait: ingestWait, backlogLimit: backlogLimit,
                 backlogSampleInterval: backlogSampleInterval, consoleSessionSweepInterval: consoleSessionSweepInterval,
-                securityEvents: securityEvents
+                retention: retention, pruneInterval: pruneInterval, securityEvents: securityEvents
             )
             let app = try await EchoRelayServer.makeApplication(configuration, logger: logger)
             try await app.test(.live) { client in

@@ -144,6 +144,8 @@ import TestSupport
             ("RedriveRequest", API.RedriveRequest(reason: "r", subscription_id: "sub_1", since: "2026-01-31T12:00:00Z",
                                                   until: "2026-01-31T13:00:00Z", dry_run: true)),
             ("ReasonRequest", API.ReasonRequest(reason: "r")),
+            ("RecoverRequest", API.RecoverRequest(reason: "r", since: "2026-01-31T12:00:00Z", until: "2026-01-31T13:00:00Z",
+                                                  dry_run: true)),
             ("SubscriptionInput", API.SubscriptionInput(url: "https://app.example/hook", event_types: ["token.rotated"],
                                                         description: "billing", ordered: false)),
             ("TestDeliveryResult", API.TestDeliveryResult(webhook_id: "msg_1", delivered: true, attempt: attempt)),
@@ -447,6 +449,24 @@ import TestSupport
         #expect(try await log.send(.GET, "/v1/subscriptions/\(goneID)/deliveries?status=sent", token: admin, validate: false).status == 400)
         #expect(try await log.send(.GET, "/v1/subscriptions/\(mainID)/deliveries/\(goneDelivery)/attempts", token: admin).status == 404)
         #expect(try await log.send(.POST, "/v1/subscriptions/\(mainID)/test", token: support).status == 200)
+
+        // Recover: the disabled subscription is refused; one made now has every earlier event to recover.
+        let window: [String: Any] = ["since": "2020-01-01T00:00:00Z"]
+        #expect(try await log.send(.POST, "/v1/subscriptions/\(goneID)/recover", token: support, json: window).status == 409)
+        #expect(try await log.send(.POST, "/v1/subscriptions/\(mainID)/recover", token: support,
+                                   json: window.merging(["dry_run": true]) { $1 }).status == 200)
+        #expect(try await log.send(.POST, "/v1/subscriptions/\(mainID)/recover", token: support, json: window).status == 422)
+        let late = try #require(try await log.send(.POST, "/v1/subscriptions", token: admin, json: [
+            "url": subscriber.url("/late"), "event_types": ["token.rotated", "phone.changed"],
+        ]).json)
+        let recovering = try await log.send(.POST, "/v1/subscriptions/\(try #require(late["id"] as? String))/recover", token: admin,
+                                            json: window.merging(["reason": "back up"]) { $1 })
+        #expect(recovering.status == 202, "\(recovering.text)")
+        let recover = try #require(recovering.json)
+        #expect(try await log.send(.GET, "/v1/replays/\(try #require(recover["id"] as? String))", token: admin).status == 200)
+        #expect(try await log.send(.POST, "/v1/subscriptions/\(mainID)/recover", token: support, validate: false,
+                                   json: ["until": "2020-01-01T00:00:00Z"]).status == 422)
+        #expect(try await log.send(.POST, "/v1/subscriptions/sub_nope/recover", token: support, json: window).status == 404)
 
         // Audit.
         let audit = try #require(try await log.send(.GET, "/v1/audit?limit=2", token: admin).json)

@@ -145,7 +145,7 @@ import Glibc
             let before = try await store.deliveries(eventID: "evt_1").count
             #expect(before == 1)
 
-            #expect(try await store.migrate() == [7, 8])
+            #expect(try await store.migrate() == [7, 8, 9, 10])
             let stored = try #require(try await store.event(id: "evt_1"))
             #expect(stored.status == .verified && stored.type == .tokenRotated && stored.sequence == 1)
             #expect(try await store.deliveries(eventID: "evt_1").count == before)
@@ -166,6 +166,47 @@ import Glibc
                 return try await db.row("SELECT count(*) FROM deliveries")?.int(0)
             }
             #expect(remaining == 0, "deleting the event cascades to its delivery")
+            try await store.close()
+        }
+    }
+
+    /// 009 makes the replays table again to let `kind` be `recover`: every replay stays, the
+    /// replayed deliveries still refer to theirs (a delete still cascades), and its index is back.
+    @Test func theRecoverMigrationKeepsEveryReplayAndItsDeliveries() async throws {
+        try await withTemporaryPath { path in
+            let store = try await SQLiteEventStore.open(path: path, logger: TestLogger.quiet)
+            try await store.migrate(Migration.sqlite.filter { $0.version < 9 })
+            let subscription = try await store.createSubscription(
+                SubscriptionFields(url: "https://app.example/hook", eventTypes: [.tokenRotated], ordered: true),
+                ownerTokenID: nil, secret: "whsec_c2VjcmV0")
+            _ = try await store.ingest(IncomingEvent(
+                id: "evt_1", type: .tokenRotated, userID: "user-1", occurredAt: Date(), phoneNumber: nil,
+                echo: EchoCredentials(serviceProvider: "https://api.example/verify", authorization: Secret("OAuth x")),
+                fingerprint: Array(repeating: 1, count: 32)))
+            let task = try #require(try await store.claimVerifications(owner: "w1", limit: 1, lease: .seconds(60)).first)
+            #expect(try await store.finishVerification(task, owner: "w1", outcome: .init(
+                status: .verified, reason: .providerConfirmed, providerUserID: "user-1")))
+            let receipt = try await store.replayEvent(id: "evt_1", subscriptionIDs: [subscription.id], actor: .environmentAdmin,
+                                                      reason: "before the migration")
+
+            #expect(try await store.migrate() == [9, 10])
+            #expect(try await store.replay(id: receipt.id)?.kind == .event)
+            #expect(try await store.deliveries(eventID: "evt_1").compactMap(\.replayID) == [receipt.id])
+            let (broken, indexes) = try await store.session.read { db in
+                (try await db.rows("PRAGMA foreign_key_check").count,
+                 try await db.rows("SELECT name FROM sqlite_schema WHERE type = 'index' AND tbl_name = 'replays' AND sql IS NOT NULL")
+                    .map { try $0.string(0) })
+            }
+            #expect(broken == 0 && indexes == ["replays_creating"])
+            let remaining = try await store.session.read { db in
+                try await db.run("""
+                    INSERT INTO replays (id, kind, actor_name, actor_role, reason, matched, created_at)
+                    VALUES ('rpl_recover', 'recover', 'a', 'app', 'r', 0, 0)
+                    """)
+                try await db.run("DELETE FROM replays WHERE id = ?1", [receipt.id])
+                return try await db.row("SELECT count(*) FROM deliveries WHERE replay_id IS NOT NULL")?.int(0)
+            }
+            #expect(remaining == 0, "deleting the replay cascades to its delivery")
             try await store.close()
         }
     }

@@ -63,4 +63,32 @@ import TestSupport
             }
         }
     }
+
+    /// `subscriptions recover`: counts what a disabled subscription missed, then sends it and
+    /// follows the recover to its end.
+    @Test func anAppTeamRecoversWhatItMissedFromTheCommandLine() async throws {
+        try await EchoFixture.run { f in
+            try await StandInSubscriber().run { subscriber in
+                let app = try await SubscriptionsAPITests.token("app", "billing", f.server)
+                func run(_ arguments: [String]) async throws -> CLI.Result {
+                    try await CLI.cli(["subscriptions"] + arguments, f.server, token: app)
+                }
+                let id = try #require(try CLI.object(try await run(["create", subscriber.url(), "--type", "token.rotated", "--json"]))["id"]
+                    as? String)
+                #expect(try await run(["disable", id]).status == 0)
+                for _ in 0..<2 { try await f.pushVerified("token.rotated", userID: "cli-r", session: try f.session("cli-r")) }
+
+                let refused = try await run(["recover", id, "--since", "10m"])
+                #expect(refused.status == 1 && refused.stderr.contains("disabled"), "\(refused.stderr)")
+                #expect(try await run(["enable", id]).status == 0)
+                let counted = try await run(["recover", id, "--since", "10m", "--dry-run"])
+                #expect(counted.status == 0 && counted.stdout.contains("2 events"), "\(counted.stdout)\(counted.stderr)")
+                let followed = try await run(["recover", id, "--since", "10m", "--reason", "endpoint was down", "--wait"])
+                #expect(followed.status == 0 && followed.stdout.contains("completed"), "\(followed.stdout)\(followed.stderr)")
+                #expect(try await subscriber.waitForDeliveries(count: 2, within: .seconds(10)).count == 2)
+                let usage = try await run(["recover", id])
+                #expect(usage.status == 64 && usage.stderr.contains("--since"), "\(usage.stderr)")
+            }
+        }
+    }
 }

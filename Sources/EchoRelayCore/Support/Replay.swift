@@ -36,11 +36,38 @@ public struct ReplayFilter: Sendable, Equatable {
     }
 }
 
-public enum ReplayKind: String, Sendable {
+public enum ReplayKind: String, Sendable, CaseIterable {
     /// One event, to all or some of its subscriptions; its deliveries are created at once.
     case event
     /// A filter over many events, worked through in batches at `ECHORELAY_REPLAY_RATE`.
     case bulk
+    /// One subscription's missed events: every verified event of its types in a window that it
+    /// has neither received nor still has pending, including those verified while it was
+    /// disabled (which got no delivery). Batched like a bulk replay.
+    case recover
+}
+
+/// What a recover sends: the verified events of the subscription's types, received in
+/// [`since`, `until`) — `until` defaults to when the recover starts — that have no delivery
+/// to it that was delivered or is still pending. Every one of them is sent once, with the
+/// webhook-id its original delivery has or would have had.
+public struct Recovery: Sendable, Equatable {
+    public var subscriptionID: String
+    public var since: Date
+    public var until: Date?
+
+    public init(subscriptionID: String, since: Date, until: Date? = nil) {
+        self.subscriptionID = subscriptionID
+        self.since = since
+        self.until = until
+    }
+
+    /// As the replay stores and shows it: a filter of these three fields.
+    public var json: JSONValue {
+        var object: [String: JSONValue] = ["subscription_id": .string(subscriptionID), "since": .string(RFC3339.format(since))]
+        if let until { object["until"] = .string(RFC3339.format(until)) }
+        return .object(object)
+    }
 }
 
 public enum ReplayState: String, Sendable {
@@ -122,6 +149,11 @@ public enum ReplayError: Error, Equatable {
     case noSubscription(eventType: String)
     /// No delivery matches a bulk replay's filter: it would send nothing.
     case nothingMatched
+    /// A recover of a subscription that has received every event it would send.
+    case nothingToRecover
+    /// A recover of a disabled subscription: its deliveries would only wait, so it is enabled
+    /// first.
+    case subscriptionDisabled
 }
 
 /// Replays: new deliveries with the original `webhook-id` and a `replay` marker in the signed
@@ -137,7 +169,16 @@ public protocol ReplayStore: Sendable {
     /// `advanceReplays`, in per-user order.
     func startReplay(_ filter: ReplayFilter, actor: Principal, reason: String) async throws -> Replay
 
-    /// Creates up to `limit` deliveries of the oldest running bulk replay, moving its cursor in
+    /// How many events a recover would send now. Changes nothing; nil if the subscription
+    /// does not exist (or was deleted).
+    func countRecovery(_ recovery: Recovery) async throws -> Int?
+
+    /// Records a recover (and its audit entry); its deliveries are created by
+    /// `advanceReplays`, in per-user order. Throws `ReplayError.subscriptionDisabled` and
+    /// `.nothingToRecover`; nil if the subscription does not exist.
+    func startRecovery(_ recovery: Recovery, actor: Principal, reason: String) async throws -> Replay?
+
+    /// Creates up to `limit` deliveries of the oldest running bulk replay or recover, moving its cursor in
     /// the same transaction. Returns how many it created (0 when that replay had none left),
     /// or nil when no replay has deliveries left to create.
     func advanceReplays(limit: Int) async throws -> Int?

@@ -44,7 +44,7 @@ extension ConsoleController {
                 throw Problem(error, eventID: id)
             }
             workCreated(.delivery)
-            metrics.replayRequested(kind: "event")
+            metrics.replayRequested(kind: .event)
             context.logger.info("event replayed from the console", metadata: [
                 "event.id": "\(id)", "replay.id": "\(receipt.id)", "actor": "\(signed.actor.name)", "matched": "\(receipt.matched)",
             ])
@@ -99,7 +99,7 @@ extension ConsoleController {
                                    BulkReplayPage(form))
             }
             workCreated(.replay)
-            metrics.replayRequested(kind: "bulk")
+            metrics.replayRequested(kind: .bulk)
             context.logger.info("bulk replay started from the console", metadata: [
                 "replay.id": "\(replay.id)", "actor": "\(signed.actor.name)", "matched": "\(replay.matched)",
             ])

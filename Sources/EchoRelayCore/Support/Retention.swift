@@ -1,0 +1,140 @@
+import Foundation
+
+/// How long EchoRelay keeps what it knows about an event once everything about it is final:
+/// its outcome decided and every delivery of it (replays included) delivered, dead or
+/// cancelled. Nil keeps forever.
+public struct RetentionPolicy: Sendable, Equatable {
+    /// Attempt records (with the heads of the answers) and test deliveries:
+    /// `ECHORELAY_RETAIN_ATTEMPTS`.
+    public var attempts: Duration?
+    /// Deliveries, their attempts and the pushed payload; the event's row stays as its
+    /// receipt: `ECHORELAY_RETAIN_EVENTS`.
+    public var events: Duration?
+
+    public init(attempts: Duration?, events: Duration?) {
+        self.attempts = attempts
+        self.events = events
+    }
+
+    public static let defaults = RetentionPolicy(attempts: .seconds(30 * 86_400), events: .seconds(90 * 86_400))
+
+    public var keepsEverything: Bool { attempts == nil && events == nil }
+}
+
+/// What pruning removed, or in a dry run would remove.
+public struct PruneCounts: Sendable, Equatable {
+    /// Events cut down to their receipt.
+    public var events = 0
+    public var deliveries = 0
+    /// Attempt records, those of pruned events' deliveries included.
+    public var attempts = 0
+    public var testDeliveries = 0
+
+    public init(events: Int = 0, deliveries: Int = 0, attempts: Int = 0, testDeliveries: Int = 0) {
+        self.events = events
+        self.deliveries = deliveries
+        self.attempts = attempts
+        self.testDeliveries = testDeliveries
+    }
+
+    public var isEmpty: Bool { self == PruneCounts() }
+
+    public static func += (total: inout PruneCounts, more: PruneCounts) {
+        total.events += more.events
+        total.deliveries += more.deliveries
+        total.attempts += more.attempts
+        total.testDeliveries += more.testDeliveries
+    }
+}
+
+/// One batch of a pruning walk over a table's ids, oldest first.
+public struct PruneStep: Sendable, Equatable {
+    public var removed: PruneCounts
+    /// The last id the batch looked at: the next batch starts after it.
+    public var cursor: Int64
+    /// The walk reached rows too recent to be pruned, or the end of the table.
+    public var done: Bool
+
+    public init(removed: PruneCounts, cursor: Int64, done: Bool) {
+        self.removed = removed
+        self.cursor = cursor
+        self.done = done
+    }
+}
+
+/// The store's side of retention. Each call is one short transaction over at most `limit`
+/// rows, so pruning never holds long locks; with `dryRun` it only counts.
+public protocol RetentionStore: Sendable {
+    /// Walks deliveries by id after `cursor`. Each event among them that has been final since
+    /// before `cutoff` loses its deliveries (and so their attempts) and its pushed payload;
+    /// its row stays as the receipt, with `pruned_at` set.
+    func pruneEvents(finalBefore cutoff: Date, after cursor: Int64, limit: Int, dryRun: Bool) async throws -> PruneStep
+
+    /// Walks attempt records by id after `cursor`, and removes those of events final since
+    /// before `cutoff`. `sparing` leaves out events final since before that earlier time:
+    /// a dry run's event pass has counted their attempts already.
+    func pruneAttempts(finalBefore cutoff: Date, sparing: Date?, after cursor: Int64, limit: Int, dryRun: Bool) async throws -> PruneStep
+
+    /// Removes up to `limit` test deliveries sent before `cutoff`; returns how many. A dry
+    /// run counts them all.
+    func pruneTestDeliveries(before cutoff: Date, limit: Int, dryRun: Bool) async throws -> Int
+}
+
+/// Runs retention's walks to their end: events first (which takes their attempts along),
+/// then attempt records, then test deliveries. Used by the background pruner and by
+/// `echorelay prune`.
+public struct Pruning: Sendable {
+    public let store: any RetentionStore
+    public let policy: RetentionPolicy
+    public let batchSize: Int
+    /// Between batches, so that pruning stays in the background of the hot path.
+    public let pause: Duration
+
+    public init(store: any RetentionStore, policy: RetentionPolicy, batchSize: Int = 500, pause: Duration = .milliseconds(20)) {
+        self.store = store
+        self.policy = policy
+        self.batchSize = batchSize
+        self.pause = pause
+    }
+
+    public func run(dryRun: Bool, now: Date = Date()) async throws -> PruneCounts {
+        var total = PruneCounts()
+        let eventsCutoff = policy.events.map { now.addingTimeInterval(-$0.timeInterval) }
+        if let eventsCutoff {
+            total += try await walk { try await store.pruneEvents(finalBefore: eventsCutoff, after: $0, limit: batchSize, dryRun: dryRun) }
+        }
+        if let attempts = policy.attempts {
+            let cutoff = now.addingTimeInterval(-attempts.timeInterval)
+            let sparing = dryRun ? eventsCutoff : nil
+            total += try await walk {
+                try await store.pruneAttempts(finalBefore: cutoff, sparing: sparing, after: $0, limit: batchSize, dryRun: dryRun)
+            }
+            while true {
+                let removed = try await store.pruneTestDeliveries(before: cutoff, limit: batchSize, dryRun: dryRun)
+                total.testDeliveries += removed
+                if dryRun || removed < batchSize { break }
+                try await Task.sleep(for: pause)
+            }
+        }
+        return total
+    }
+
+    private func walk(_ step: (Int64) async throws -> PruneStep) async throws -> PruneCounts {
+        var total = PruneCounts()
+        var cursor: Int64 = 0
+        while true {
+            let batch = try await step(cursor)
+            total += batch.removed
+            if batch.done || batch.cursor <= cursor { return total }
+            cursor = batch.cursor
+            try await Task.sleep(for: pause)
+        }
+    }
+}
+
+extension Duration {
+    /// In seconds, fractions included.
+    var timeInterval: TimeInterval {
+        Double(components.seconds) + Double(components.attoseconds) / 1e18
+    }
+}
