@@ -1,6 +1,6 @@
 -- The delivery claim, to run with `pgbench -M prepared` (scripts/bench-claim.bash): the worker's
--- claim statement, then the finish that stands for recording each claimed delivery as
--- delivered, each its own transaction.
+-- claim statement, then the worker's statement that records attempts, for every delivery
+-- claimed, as delivered; each its own transaction.
 --
 -- The first statement is ClaimDeliveriesStatement (Sources/EchoRelayPostgres/
 -- ClaimStatements.swift), prepared as the worker prepares it, with its parameters as pgbench
@@ -60,8 +60,137 @@ RETURNING d.id, d.event_id, d.subscription_id, d.webhook_id, d.attempts, s.url, 
            ORDER BY p.sequence DESC LIMIT 1),
           d.replay_id, (SELECT r.created_at FROM replays r WHERE r.id = d.replay_id);
 
--- The finish: what this client just claimed (due again when its lease ends, through the claim
--- index) becomes delivered, and leaves the claim's way.
-UPDATE deliveries SET status = 'delivered', finished_at = now(), lease_owner = NULL, lease_expires_at = NULL
-WHERE status = 'pending' AND lease_owner = :owner::text
-  AND due_at > now() + make_interval(secs => :lease_seconds - 10) AND due_at <= now() + make_interval(secs => :lease_seconds);
+-- The finish is the worker's too: RecordAttemptsStatement (Sources/EchoRelayPostgres/
+-- PostgresEventStore+Deliveries.swift), recording every delivery this client holds as answered
+-- 200 in a millisecond, in one batch, as the worker's group commit records its answers. Its
+-- one parameter, the attempts as a jsonb array, is read first from the deliveries this client
+-- holds (a few index entries: deliveries_leased) and passed as :attempts, with the values a
+-- worker sends for a success (ECHORELAY_DISABLE_AFTER's 5 days as `overdue`, a hand-off to
+-- itself). ClaimStatementTests keeps this statement equal to the worker's as well.
+SELECT coalesce(jsonb_agg(jsonb_build_object(
+           'position', n, 'delivery_id', id, 'owner', :owner::text, 'status', 'delivered', 'delay', 0,
+           'started_at', extract(epoch FROM now()), 'duration_ms', 1, 'status_code', 200, 'error_kind', NULL,
+           'error', NULL, 'response_head', 'ok', 'subscription_id', subscription_id, 'user_id', user_id,
+           'effect', 'succeeded', 'gone_reason', NULL, 'overdue', 432000, 'hand_owner', :owner::text,
+           'hand_lease', :lease_seconds::float8)), '[]') AS attempts
+FROM (SELECT row_number() OVER (ORDER BY id) - 1 AS n, id, subscription_id, user_id FROM deliveries
+      WHERE status = 'pending' AND lease_owner IS NOT NULL AND lease_owner = :owner::text) held
+\gset
+WITH input AS (
+    SELECT * FROM jsonb_to_recordset(:attempts::jsonb) AS x(
+        position int, delivery_id bigint, owner text, status text, delay float8, started_at float8,
+        duration_ms int, status_code int, error_kind text, error text, response_head text,
+        subscription_id text, user_id text, effect text, gone_reason text, overdue float8,
+        hand_owner text, hand_lease float8)
+), updated AS (
+    UPDATE deliveries d
+    SET status = x.status, due_at = now() + make_interval(secs => x.delay),
+        lease_owner = NULL, lease_expires_at = NULL,
+        finished_at = CASE WHEN x.status = 'pending' THEN NULL ELSE now() END
+    FROM input x
+    -- By key (`= ANY`): a join the planner may hash would read every pending delivery.
+    WHERE d.id = ANY (ARRAY(SELECT delivery_id FROM input))
+      AND d.id = x.delivery_id AND d.lease_owner = x.owner AND d.status = 'pending'
+    RETURNING x.position
+), kept AS (
+    -- By position, not delivery id: another worker's late attempt at the same
+    -- delivery may sit in the same batch, and only the lease holder's counts.
+    SELECT x.* FROM input x JOIN updated u ON u.position = x.position
+), stored AS (
+    INSERT INTO delivery_attempts (delivery_id, started_at, duration_ms, status_code, error_kind, error, response_head)
+    SELECT delivery_id, to_timestamp(started_at), duration_ms, status_code, error_kind, error, response_head
+    FROM kept ORDER BY position
+), unparked AS (
+    -- A delivery final now lets the next one of its queue go, if it was parked
+    -- behind it (the claim parks it again if something else still blocks it).
+    -- With a hand-off it is leased at once, unless an earlier event of the user
+    -- still awaits verification: that one the claim decides.
+    UPDATE deliveries d
+    SET parked_at = NULL,
+        due_at = now() + make_interval(secs => coalesce(h.lease, 0)),
+        lease_owner = h.owner,
+        lease_expires_at = now() + make_interval(secs => h.lease),
+        attempts = d.attempts + CASE WHEN h.owner IS NOT NULL THEN 1 ELSE 0 END
+    FROM (
+        SELECT head.id, q.position,
+               CASE WHEN NOT head.waiting THEN q.hand_owner END AS owner,
+               CASE WHEN NOT head.waiting THEN q.hand_lease END AS lease
+        FROM (SELECT DISTINCT ON (subscription_id, user_id) subscription_id, user_id, position, hand_owner, hand_lease
+              FROM kept WHERE status <> 'pending' ORDER BY subscription_id, user_id, position) q
+        JOIN subscriptions s ON s.id = q.subscription_id
+        CROSS JOIN LATERAL (
+            SELECT p.id, EXISTS (SELECT 1 FROM events e
+                                 WHERE e.user_id = p.user_id AND e.sequence < p.sequence
+                                   AND e.status = 'pending' AND e.type = ANY (s.event_types)) AS waiting
+            FROM deliveries p
+            WHERE p.user_id = q.user_id AND p.subscription_id = q.subscription_id
+              AND p.status = 'pending' AND p.parked_at IS NOT NULL
+            ORDER BY p.sequence LIMIT 1) head
+    ) h
+    -- A probe per row (not an anti-join, which would read every pending delivery).
+    WHERE d.id = h.id
+      AND (SELECT 1 FROM deliveries p
+           WHERE p.subscription_id = d.subscription_id AND p.user_id = d.user_id
+             AND p.sequence < d.sequence AND p.status = 'pending'
+             AND p.id NOT IN (SELECT delivery_id FROM kept WHERE status <> 'pending')
+           LIMIT 1) IS NULL
+    RETURNING d.id, h.position, d.lease_owner
+), summary AS (
+    SELECT subscription_id,
+           bool_or(effect = 'succeeded') AS any_success,
+           (array_agg(effect ORDER BY position DESC) FILTER (WHERE effect <> 'gone'))[1] AS last_effect,
+           bool_or(effect = 'failed' AND (first_success IS NULL OR position < first_success)) AS failed_before_success,
+           (array_agg(gone_reason ORDER BY position DESC) FILTER (WHERE effect = 'gone'))[1] AS gone_reason,
+           max(overdue) AS overdue
+    FROM (SELECT k.*, min(position) FILTER (WHERE effect = 'succeeded') OVER (PARTITION BY subscription_id) AS first_success
+          FROM kept k) k
+    GROUP BY subscription_id
+), changing AS (
+    SELECT s.id, m.any_success, m.last_effect, m.gone_reason,
+           coalesce(m.failed_before_success AND s.enabled
+                    AND s.failing_since < now() - make_interval(secs => m.overdue), false) AS overdue
+    FROM subscriptions s JOIN summary m ON m.subscription_id = s.id
+    WHERE m.gone_reason IS NOT NULL
+       OR (m.any_success AND (s.failing_since IS NOT NULL OR s.last_success_at IS NULL
+                              OR s.last_success_at < now() - interval '1 second'))
+       OR (m.last_effect = 'failed' AND (m.any_success OR s.failing_since IS NULL))
+       OR (m.failed_before_success AND s.enabled
+           AND s.failing_since < now() - make_interval(secs => m.overdue))
+    ORDER BY s.id
+    -- NO KEY: a plain FOR UPDATE would conflict with the key-share locks that
+    -- fanning out new deliveries takes on their subscription (the foreign key), and
+    -- an outcome batch fanning out to two subscriptions in the other order deadlocked.
+    FOR NO KEY UPDATE OF s
+), subscription AS (
+    UPDATE subscriptions s
+    -- The time it is written, not the transaction's start: a statement that waited for
+    -- this row must not write a time already a second old, or the next batch would
+    -- find it stale and lock the row again, and so on: a convoy.
+    SET last_success_at = CASE WHEN c.any_success THEN clock_timestamp() ELSE s.last_success_at END,
+        failing_since = CASE c.last_effect WHEN 'succeeded' THEN NULL
+                                           WHEN 'failed' THEN CASE WHEN c.any_success THEN now()
+                                                                   ELSE coalesce(s.failing_since, now()) END
+                                           ELSE s.failing_since END,
+        enabled = s.enabled AND c.gone_reason IS NULL AND NOT c.overdue,
+        disabled_reason = CASE
+            WHEN c.gone_reason IS NOT NULL THEN c.gone_reason
+            -- The colons are quoted text of the format, so that pgbench (which runs this
+            -- statement in Benchmarks/pgbench/claim-deliveries.sql) reads no variable in it.
+            WHEN c.overdue
+                THEN 'every delivery has failed since ' || to_char(s.failing_since AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24":"MI":"SS"Z"')
+            ELSE s.disabled_reason END,
+        updated_at = CASE WHEN c.gone_reason IS NOT NULL THEN now() ELSE s.updated_at END
+    FROM changing c WHERE s.id = c.id
+), waiting AS (
+    -- Deliveries of these subscriptions that are due and leased to nobody: a claim
+    -- stopped by a subscription's cap left them, and the slots these attempts free let
+    -- the next claim take them. (A leased delivery's due_at is its lease's end.)
+    SELECT 1 FROM (SELECT DISTINCT subscription_id FROM kept) k
+    WHERE EXISTS (SELECT 1 FROM deliveries p
+                  WHERE p.subscription_id = k.subscription_id AND p.status = 'pending'
+                    AND p.parked_at IS NULL AND p.due_at <= now())
+    LIMIT 1
+)
+SELECT u.position, ARRAY(SELECT n.id FROM unparked n WHERE n.position = u.position AND n.lease_owner IS NOT NULL),
+       EXISTS (SELECT 1 FROM unparked n WHERE n.lease_owner IS NULL) OR EXISTS (SELECT 1 FROM waiting)
+FROM updated u;

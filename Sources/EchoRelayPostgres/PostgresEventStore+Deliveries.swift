@@ -162,7 +162,7 @@ extension PostgresEventStore: DeliveryStore {
             var records: [Int64: DeliveryRecord] = [:]
             var order: [Int64] = []
             var binds = PostgresBindings(capacity: 1)
-            try binds.append(eventID)
+            binds.append(eventID)
             let rows = try await client.query(PostgresQuery(unsafeSQL: Self.eventDeliveriesSQL, binds: binds), logger: logger)
             for try await (id, subscriptionID, webhookID, status, createdAt, finishedAt, nextAt, replayID)
                 in rows.decode((Int64, String, String, String, Date, Date?, Date?, String?).self) {
@@ -374,8 +374,10 @@ struct RecordAttemptsStatement: PostgresPreparedStatement {
                 enabled = s.enabled AND c.gone_reason IS NULL AND NOT c.overdue,
                 disabled_reason = CASE
                     WHEN c.gone_reason IS NOT NULL THEN c.gone_reason
+                    -- The colons are quoted text of the format, so that pgbench (which runs this
+                    -- statement in Benchmarks/pgbench/claim-deliveries.sql) reads no variable in it.
                     WHEN c.overdue
-                        THEN 'every delivery has failed since ' || to_char(s.failing_since AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')
+                        THEN 'every delivery has failed since ' || to_char(s.failing_since AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24":"MI":"SS"Z"')
                     ELSE s.disabled_reason END,
                 updated_at = CASE WHEN c.gone_reason IS NOT NULL THEN now() ELSE s.updated_at END
             FROM changing c WHERE s.id = c.id

@@ -1,7 +1,6 @@
 import EchoRelayCore
 import Logging
 import ServiceLifecycle
-import Synchronization
 
 /// Reads the backlog from the database every `interval` and hands each reading to the
 /// ingest gate (`BacklogLimit`) and to `/metrics`; refreshes the queue's statistics when the
@@ -22,54 +21,45 @@ struct BacklogSampler: Service, CustomStringConvertible {
     static let longestPause = Duration.seconds(2)
 
     func run() async throws {
-        let stopping = Mutex(false)
-        let wake = WakeSignal()
-        await withGracefulShutdownHandler {
-            await ready.wait()
-            var failing = false
-            var statistics = QueueStatistics()
-            var refreshFailed = false
-            while !Task.isCancelled, !stopping.withLock({ $0 }) {
-                let started = ContinuousClock.now
-                var readingTook = Duration.zero
-                do {
-                    let admittedBefore = limit.readingStarts()
-                    // A reading waiting for a database that is away must not hold a stop.
-                    let sample = try await cancelWhenGracefulShutdown { [store, limit] in
-                        try await store.sampleBacklog(countingUpTo: limit.countCap)
-                    }
-                    readingTook = ContinuousClock.now - started
-                    if failing { logger.notice("the backlog is read again", metadata: ["backlog.events": "\(sample.count)"]) }
-                    failing = false
-                    metrics.backlogSampled(sample.count)
-                    report(limit.record(sample, admittedBefore: admittedBefore))
-                    if statistics.shouldRefresh(backlog: sample.count) {
-                        do {
-                            try await store.refreshQueueStatistics()
-                            logger.info("queue statistics refreshed for the backlog", metadata: ["backlog.events": "\(sample.count)"])
-                        } catch {
-                            // Without them the queue runs, only dearer: said once.
-                            if !refreshFailed { logger.warning("the queue's statistics could not be refreshed", metadata: ["error": "\(error)"]) }
-                            refreshFailed = true
-                        }
-                    }
-                } catch where stopping.withLock({ $0 }) {
-                    break
-                } catch {
-                    // Ingest keeps the last reading; a database that is away refuses it anyway.
-                    if !failing { logger.warning("the backlog could not be read", metadata: ["error": "\(error)"]) }
-                    failing = true
+        var failing = false
+        var statistics = QueueStatistics()
+        var refreshFailed = false
+        await PeriodicRounds.run(ready: ready) { stopping in
+            let started = ContinuousClock.now
+            var readingTook = Duration.zero
+            do {
+                let admittedBefore = limit.readingStarts()
+                // A reading waiting for a database that is away must not hold a stop.
+                let sample = try await cancelWhenGracefulShutdown { [store, limit] in
+                    try await store.sampleBacklog(countingUpTo: limit.countCap)
                 }
-                // A reading costs time in proportion to the backlog (up to the cap): a large
-                // one is read less often, so reading takes about a tenth of the time. The pause
-                // stays short, though: a read slowed by a busy database or machine must not
-                // leave the gate on a stale reading for long.
-                await wake.wait(upTo: max(interval, min(readingTook * 10, Self.longestPause)))
+                readingTook = ContinuousClock.now - started
+                if failing { logger.notice("the backlog is read again", metadata: ["backlog.events": "\(sample.count)"]) }
+                failing = false
+                metrics.backlogSampled(sample.count)
+                report(limit.record(sample, admittedBefore: admittedBefore))
+                if statistics.shouldRefresh(backlog: sample.count) {
+                    do {
+                        try await store.refreshQueueStatistics()
+                        logger.info("queue statistics refreshed for the backlog", metadata: ["backlog.events": "\(sample.count)"])
+                    } catch {
+                        // Without them the queue runs, only dearer: said once.
+                        if !refreshFailed { logger.warning("the queue's statistics could not be refreshed", metadata: ["error": "\(error)"]) }
+                        refreshFailed = true
+                    }
+                }
+            } catch where stopping() {
+                return nil
+            } catch {
+                // Ingest keeps the last reading; a database that is away refuses it anyway.
+                if !failing { logger.warning("the backlog could not be read", metadata: ["error": "\(error)"]) }
+                failing = true
             }
-        } onGracefulShutdown: {
-            stopping.withLock { $0 = true }
-            wake.wake()
-            ready.open()  // a sampler still waiting for the schema just exits
+            // A reading costs time in proportion to the backlog (up to the cap): a large
+            // one is read less often, so reading takes about a tenth of the time. The pause
+            // stays short, though: a read slowed by a busy database or machine must not
+            // leave the gate on a stale reading for long.
+            return max(interval, min(readingTook * 10, Self.longestPause))
         }
     }
 

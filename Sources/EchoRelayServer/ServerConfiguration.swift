@@ -56,7 +56,7 @@ public struct ServerConfiguration: Sendable {
         shutdownGrace: Duration = .seconds(10), ingestWait: Duration = .seconds(10),
         backlogLimit: Int? = defaultBacklogLimit, backlogSampleInterval: Duration = .milliseconds(500),
         consoleSessionSweepInterval: Duration = .seconds(300), retention: RetentionPolicy = .defaults,
-        pruneInterval: Duration = .seconds(600), securityEvents: SecurityEventReceiverSettings? = nil
+        pruneInterval: Duration = .seconds(60), securityEvents: SecurityEventReceiverSettings? = nil
     ) {
         self.retention = retention
         self.pruneInterval = pruneInterval

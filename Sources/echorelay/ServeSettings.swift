@@ -103,7 +103,7 @@ enum ServeSettings {
         help: "How long delivery attempt records (with the heads of the answers) and test deliveries are kept once everything about their event is final; 0 keeps them forever.")
     static let retainEvents = ServeSetting("retain-events", "ECHORELAY_RETAIN_EVENTS", .value("90d"),
         help: "How long an event's deliveries, their attempts and its pushed payload are kept once everything about it is final; then the event keeps only its receipt (id, fingerprint, user, sequence, type, outcome and times), so a repeated push still gets its answer. 0 keeps them forever.")
-    static let pruneInterval = ServeSetting("prune-interval", "ECHORELAY_PRUNE_INTERVAL", .value("10m"),
+    static let pruneInterval = ServeSetting("prune-interval", "ECHORELAY_PRUNE_INTERVAL", .value("1m"),
         help: "How often a worker process prunes what retention no longer keeps, in small batches.")
     static let backlogLimit = ServeSetting("backlog-limit", "ECHORELAY_BACKLOG_LIMIT", .value("10000"),
         help: "Events received and not yet final (awaiting verification, or a delivery to an enabled subscription) past which ingest answers 503 with Retry-After and stores nothing, until the backlog drains below it; `off` for no limit.")

@@ -28,6 +28,17 @@ import Testing
         #expect(parameters.count == ClaimDeliveriesStatement.bindingDataTypes.count)
     }
 
+    /// Its finish is the worker's statement that records attempts, with `:attempts` for its
+    /// one parameter.
+    @Test func theBenchmarksFinishRunsTheWorkersRecordStatement() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let file = try String(contentsOf: root.appendingPathComponent("Benchmarks/pgbench/claim-deliveries.sql"), encoding: .utf8)
+        let record = try #require(file.components(separatedBy: "\\gset\n").last?.components(separatedBy: ";\n").first)
+        #expect(Self.words(record.replacingOccurrences(of: ":attempts::jsonb", with: "$1::jsonb"))
+                == Self.words(RecordAttemptsStatement.sql))
+        #expect(RecordAttemptsStatement.bindingDataTypes.count == 1)
+    }
+
     /// The text with every run of white space as one space: the file indents differently.
     static func words(_ text: String) -> String {
         text.split(whereSeparator: \.isWhitespace).joined(separator: " ")

@@ -135,13 +135,7 @@ import Glibc
             _ = try await store.createSubscription(
                 SubscriptionFields(url: "https://app.example/hook", eventTypes: [.tokenRotated], ordered: true),
                 ownerTokenID: nil, secret: "whsec_c2VjcmV0")
-            _ = try await store.ingest(IncomingEvent(
-                id: "evt_1", type: .tokenRotated, userID: "user-1", occurredAt: Date(), phoneNumber: nil,
-                echo: EchoCredentials(serviceProvider: "https://api.example/verify", authorization: Secret("OAuth x")),
-                fingerprint: Array(repeating: 1, count: 32)))
-            let task = try #require(try await store.claimVerifications(owner: "w1", limit: 1, lease: .seconds(60)).first)
-            #expect(try await store.finishVerification(task, owner: "w1", outcome: .init(
-                status: .verified, reason: .providerConfirmed, providerUserID: "user-1")))
+            try await Self.verifiedEvent("evt_1", in: store)
             let before = try await store.deliveries(eventID: "evt_1").count
             #expect(before == 1)
 
@@ -179,13 +173,7 @@ import Glibc
             let subscription = try await store.createSubscription(
                 SubscriptionFields(url: "https://app.example/hook", eventTypes: [.tokenRotated], ordered: true),
                 ownerTokenID: nil, secret: "whsec_c2VjcmV0")
-            _ = try await store.ingest(IncomingEvent(
-                id: "evt_1", type: .tokenRotated, userID: "user-1", occurredAt: Date(), phoneNumber: nil,
-                echo: EchoCredentials(serviceProvider: "https://api.example/verify", authorization: Secret("OAuth x")),
-                fingerprint: Array(repeating: 1, count: 32)))
-            let task = try #require(try await store.claimVerifications(owner: "w1", limit: 1, lease: .seconds(60)).first)
-            #expect(try await store.finishVerification(task, owner: "w1", outcome: .init(
-                status: .verified, reason: .providerConfirmed, providerUserID: "user-1")))
+            try await Self.verifiedEvent("evt_1", in: store)
             let receipt = try await store.replayEvent(id: "evt_1", subscriptionIDs: [subscription.id], actor: .environmentAdmin,
                                                       reason: "before the migration")
 
@@ -209,6 +197,17 @@ import Glibc
             #expect(remaining == 0, "deleting the replay cascades to its delivery")
             try await store.close()
         }
+    }
+
+    /// An event stored and verified, so that it has its deliveries.
+    static func verifiedEvent(_ id: String, in store: SQLiteEventStore) async throws {
+        _ = try await store.ingest(IncomingEvent(
+            id: id, type: .tokenRotated, userID: "user-1", occurredAt: Date(), phoneNumber: nil,
+            echo: EchoCredentials(serviceProvider: "https://api.example/verify", authorization: Secret("OAuth x")),
+            fingerprint: Array(repeating: 1, count: 32)))
+        let task = try #require(try await store.claimVerifications(owner: "w1", limit: 1, lease: .seconds(60)).first)
+        #expect(try await store.finishVerification(task, owner: "w1", outcome: .init(
+            status: .verified, reason: .providerConfirmed, providerUserID: "user-1")))
     }
 
     @Test func settingsKeepTheFirstValueAcrossRestarts() async throws {

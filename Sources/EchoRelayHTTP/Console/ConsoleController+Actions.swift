@@ -68,7 +68,7 @@ extension ConsoleController {
             let form = signed.form!
             let json = form.json(strings: ["reason", "user_id", "subscription_id", "since", "until", "status"], lists: ["types"])
             let body: BulkReplayRequest
-            switch Self.parse(json) { try BulkReplayRequest.parse($0) } {
+            switch Self.parse(json, BulkReplayRequest.parse) {
             case .success(let parsed): body = parsed
             case .failure(let refused):
                 return signed.page("bulk_replay", title: "Bulk replay", status: .unprocessableContent,
@@ -111,7 +111,7 @@ extension ConsoleController {
         await signedIn(request, context: context) { signed in
             let id = try context.parameters.decoded("id")
             let body: ReasonRequest
-            switch Self.parse(signed.form!.json(strings: ["reason"])) { try ReasonRequest.parse($0) } {
+            switch Self.parse(signed.form!.json(strings: ["reason"]), ReasonRequest.parse) {
             case .success(let parsed): body = parsed
             case .failure(let refused):
                 throw Problem(.unprocessableContent, slug: "invalid-request", title: "Not cancelled", errors: refused.fields)
@@ -132,7 +132,7 @@ extension ConsoleController {
         await signedIn(request, context: context) { signed in
             let form = signed.form!
             let body: RedriveRequest
-            switch Self.parse(form.json(strings: ["reason", "subscription_id"])) { try RedriveRequest.parse($0) } {
+            switch Self.parse(form.json(strings: ["reason", "subscription_id"]), RedriveRequest.parse) {
             case .success(let parsed): body = parsed
             case .failure(let refused):
                 throw Problem(.unprocessableContent, slug: "invalid-request", title: "Not redriven", errors: refused.fields)
