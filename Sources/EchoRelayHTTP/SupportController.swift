@@ -120,10 +120,6 @@ extension Problem {
             self.init(.unprocessableContent, slug: "nothing-to-recover", title: "Nothing to recover",
                       detail: "the subscription has received, or still has pending, every verified event of its types"
                         + " received in this window, so a recover would send nothing")
-        case .subscriptionDisabled:
-            self.init(.conflict, slug: "subscription-disabled", title: "Subscription disabled",
-                      detail: "the subscription is disabled, so recovered deliveries would only wait; enable it first"
-                        + " (POST /v1/subscriptions/{id}/enable), then recover")
         case .nothingMatched:
             self.init(.unprocessableContent, slug: "nothing-to-replay", title: "Nothing to replay",
                       detail: "no original delivery to a subscription that is not deleted (and enabled, unless named) matches"

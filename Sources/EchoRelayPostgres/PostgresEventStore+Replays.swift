@@ -187,12 +187,11 @@ extension PostgresEventStore: ReplayStore {
         let filterText = String(decoding: recovery.json.canonicalEncoding(), as: UTF8.self)
         let id = "rpl_" + RandomID.make()
         let found: Bool = try await transaction { connection in
-            // FOR SHARE keeps the subscription from being disabled or deleted under the count.
-            let enabled = try await (try await connection.query("""
-                SELECT enabled FROM subscriptions WHERE id = \(recovery.subscriptionID) AND deleted_at IS NULL FOR SHARE
-                """, logger: logger)).decode(Bool.self).gathered()
-            guard let isEnabled = enabled.first else { return false }
-            guard isEnabled else { throw ReplayError.subscriptionDisabled }
+            // FOR SHARE keeps the subscription from being deleted under the count.
+            let exists = try await (try await connection.query("""
+                SELECT 1 FROM subscriptions WHERE id = \(recovery.subscriptionID) AND deleted_at IS NULL FOR SHARE
+                """, logger: logger)).decode(Int.self).gathered()
+            guard !exists.isEmpty else { return false }
             // created_at is now(), the bound of every batch: what arrives later is delivered
             // the usual way.
             let matched = try await (try await connection.query("""

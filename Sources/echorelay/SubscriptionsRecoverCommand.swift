@@ -15,8 +15,8 @@ extension SubscriptionsCommand {
 
                 Sends every verified event of the subscription's types received in the window that it \
                 has neither received nor still has pending: those dead-lettered, and those verified while \
-                it was disabled. Each once, with its webhook-id, in each user's order. The subscription \
-                must be enabled. --dry-run counts them and sends nothing; --wait follows the recover \
+                it was disabled. Each once, with its webhook-id, in each user's order; a disabled \
+                subscription's wait until it is enabled. --dry-run counts them and sends nothing; --wait follows the recover \
                 (a replay of kind recover) as `echorelay replays show --wait` does, with its exit status 3.
 
                 \(ClientHelp.exitStatus)

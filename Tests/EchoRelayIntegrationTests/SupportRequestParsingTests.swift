@@ -106,6 +106,45 @@ import TestSupport
         }
     }
 
+    @Test func aRecoverNeedsOnlySinceAndNamesEveryBadField() throws {
+        let request = try RecoverRequest.parse(Self.json(["since": "2026-11-01T00:00:00Z"]))
+        #expect(request.since == RFC3339.parse("2026-11-01T00:00:00Z") && request.until == nil && request.reason == nil && !request.dryRun)
+        let full = try RecoverRequest.parse(Self.json([
+            "since": "2026-11-01T00:00:00Z", "until": "2026-11-02T00:00:00Z", "reason": " outage ", "dry_run": true,
+        ]))
+        #expect(full.reason == "outage" && full.dryRun && full.until == RFC3339.parse("2026-11-02T00:00:00Z"))
+        #expect(Self.fields(RecoverRequest.parse, [:]) == ["since"])
+        #expect(Self.fields(RecoverRequest.parse, ["since": NSNull()]) == ["since"])
+        #expect(Self.fields(RecoverRequest.parse, ["since": "2026-11-02T00:00:00Z", "until": "2026-11-01T00:00:00Z"]) == ["until"])
+        #expect(Self.fields(RecoverRequest.parse, ["since": "today", "reason": " ", "dry_run": 1, "subscription_id": "sub_1"])
+            == ["reason", "since", "dry_run", "subscription_id"])
+    }
+
+    /// Random recover bodies never crash the parser, and whatever it accepts has its window.
+    @Test func randomRecoverBodiesEitherParseWithAWindowOrNameAField() async {
+        await offTheConcurrencyPool {
+            var generator = SystemRandomNumberGenerator()
+            let names = ["since", "until", "dry_run", "reason", "user_id", "x"]
+            let values: [Any] = ["", "r", 0, true, NSNull(), [], ["a": 1], "2026-11-01T00:00:00Z", "2026-11-02T00:00:00Z",
+                                 "9999-12-31T23:59:59Z", "2026-13-01T00:00:00Z", "\u{0}", String(repeating: "é", count: 1001)]
+            for _ in 0..<2000 {
+                var object: [String: Any] = [:]
+                for name in names where Bool.random(using: &generator) {
+                    object[name] = values.randomElement(using: &generator)!
+                }
+                do {
+                    let request = try RecoverRequest.parse(Self.json(object))
+                    #expect(request.until.map { request.since < $0 } ?? true)
+                    #expect(request.reason.map { SupportReason.problem($0) == nil } ?? true)
+                } catch let error as EventParseError {
+                    if case .invalidFields(let problems) = error { #expect(!problems.isEmpty) }
+                } catch {
+                    Issue.record("unexpected error \(error)")
+                }
+            }
+        }
+    }
+
     /// Random bodies built from the fields' own names and odd values never crash the parser,
     /// and whatever it accepts has a reason.
     @Test func randomBodiesEitherParseWithAReasonOrNameAField() async {

@@ -151,9 +151,6 @@ public enum ReplayError: Error, Equatable {
     case nothingMatched
     /// A recover of a subscription that has received every event it would send.
     case nothingToRecover
-    /// A recover of a disabled subscription: its deliveries would only wait, so it is enabled
-    /// first.
-    case subscriptionDisabled
 }
 
 /// Replays: new deliveries with the original `webhook-id` and a `replay` marker in the signed
@@ -174,8 +171,9 @@ public protocol ReplayStore: Sendable {
     func countRecovery(_ recovery: Recovery) async throws -> Int?
 
     /// Records a recover (and its audit entry); its deliveries are created by
-    /// `advanceReplays`, in per-user order. Throws `ReplayError.subscriptionDisabled` and
-    /// `.nothingToRecover`; nil if the subscription does not exist.
+    /// `advanceReplays`, in per-user order; a disabled subscription's wait until it is enabled,
+    /// as its other pending deliveries do. Throws `ReplayError.nothingToRecover`; nil if the
+    /// subscription does not exist.
     func startRecovery(_ recovery: Recovery, actor: Principal, reason: String) async throws -> Replay?
 
     /// Creates up to `limit` deliveries of the oldest running bulk replay or recover, moving its cursor in

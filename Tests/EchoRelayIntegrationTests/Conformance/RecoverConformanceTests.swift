@@ -39,9 +39,6 @@ import TestSupport
 
             let recovery = Recovery(subscriptionID: recovering.id, since: Self.longAgo)
             #expect(try await store.countRecovery(recovery) == 3, "a2 (dead), a3 and b1 (verified while disabled)")
-            await #expect(throws: ReplayError.subscriptionDisabled) {
-                _ = try await store.startRecovery(recovery, actor: supportActor, reason: "r")
-            }
 
             // Enabled again, a5 arrives the usual way: pending, so the recover leaves it alone.
             _ = try await store.setSubscriptionEnabled(id: recovering.id, true, reason: nil)
@@ -87,6 +84,33 @@ import TestSupport
             }
             let audit = try await store.auditEntries(AuditQuery(action: "subscription.recover"))
             #expect(audit.count == 1 && audit.first?.target == replay.id && audit.first?.filter == recovery.json && audit.first?.matched == 3)
+        }
+    }
+
+    /// A recover started while the subscription is disabled is accepted; its deliveries wait,
+    /// as the subscription's other pending ones do, and go in order once it is enabled.
+    @Test(arguments: StoreKind.all)
+    func aRecoverOfADisabledSubscriptionWaitsUntilItIsEnabled(kind: StoreKind) async throws {
+        try await StoreHarness.withStore(kind) { store in
+            let subscription = try await store.subscribe(types: [.tokenRotated])
+            _ = try await store.setSubscriptionEnabled(id: subscription.id, false, reason: "off")
+            try await store.ingest("e1", user: "a")
+            try await store.ingest("e2", user: "a")
+            try await store.verifyAll()
+            let replay = try #require(try await store.startRecovery(
+                Recovery(subscriptionID: subscription.id, since: Self.longAgo), actor: supportActor, reason: "r"))
+            #expect(replay.matched == 2)
+            #expect(try await store.advanceReplays(limit: 10) == 2)
+            #expect(try await store.claimAllDeliveries().isEmpty, "nothing goes to a disabled subscription")
+            _ = try await store.setSubscriptionEnabled(id: subscription.id, true, reason: nil)
+            var sequences: [Int64] = []
+            while case let tasks = try await store.claimAllDeliveries(), !tasks.isEmpty {
+                for task in tasks {
+                    sequences.append(task.sequence)
+                    try await store.finish(task)
+                }
+            }
+            #expect(sequences == [1, 2])
         }
     }
 
