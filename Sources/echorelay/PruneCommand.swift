@@ -32,13 +32,24 @@ struct PruneCommand: AsyncParsableCommand {
         let policy = try retention.policy()
         guard !policy.keepsEverything else { return print("retention keeps everything (both settings are 0): nothing to prune") }
         let removed = try await Setting.database(databaseURL).withStore(logger: logger) { opened in
-            try await Pruning(store: opened.store, policy: policy, pause: .zero).run(dryRun: dryRun)
+            let pending = try await opened.pendingMigrations()
+            guard pending.isEmpty else { throw NotMigrated(pending: pending) }
+            return try await Pruning(store: opened.store, policy: policy, pause: .zero).run(dryRun: dryRun)
         }
         print(TextOutput.block([
             ("events cut to their receipt", String(removed.events)), ("deliveries", String(removed.deliveries)),
             ("attempt records", String(removed.attempts)), ("test deliveries", String(removed.testDeliveries)),
         ]))
         if dryRun { print("dry run: nothing was removed") }
+    }
+}
+
+/// A database that `serve` would migrate first: pruning it would meet tables that are not there
+/// (or not yet as they should be).
+struct NotMigrated: Error, CustomStringConvertible {
+    let pending: [Int]
+    var description: String {
+        "the database has migrations pending (\(pending.map(String.init).joined(separator: ", "))): run `echorelay migrate` first"
     }
 }
 

@@ -75,6 +75,12 @@ import TestSupport
                 #expect(bad.status != 0 && bad.stderr.contains("ECHORELAY_RETAIN_EVENTS"), "\(bad.stderr)")
                 let off = try await ChildProcess.run(["prune", "--retain-events", "0", "--retain-attempts", "0"], environment: environment)
                 #expect(off.status == 0 && off.stdout.contains("keeps everything"), "\(off.stdout)")
+                try await TestDatabase.withFresh { empty in
+                    let unmigrated = try await ChildProcess.run(["prune", "--dry-run"], environment: [
+                        "ECHORELAY_DATABASE_URL": empty.url, "ECHORELAY_LOG_LEVEL": "error",
+                    ])
+                    #expect(unmigrated.status == 1 && unmigrated.stderr.contains("echorelay migrate"), "\(unmigrated.stderr)")
+                }
             }
         }
     }
