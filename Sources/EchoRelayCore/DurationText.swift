@@ -34,3 +34,10 @@ public enum DurationText {
         return "\(s)s"
     }
 }
+
+extension Duration {
+    /// In seconds, fractions included: for SQL intervals and for `Date` arithmetic.
+    public var seconds: Double {
+        Double(components.seconds) + Double(components.attoseconds) / 1e18
+    }
+}

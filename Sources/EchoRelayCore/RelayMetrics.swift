@@ -41,7 +41,7 @@ public struct RelayMetrics: Sendable {
         securityEvents = Dictionary(uniqueKeysWithValues: SecurityEventResult.allCases.map { result in
             (result, Counter(label: "echorelay_security_events_received_total", dimensions: [("result", result.rawValue)], factory: factory))
         })
-        pruned = Dictionary(uniqueKeysWithValues: ["events", "deliveries", "attempts", "test_deliveries"].map { what in
+        pruned = Dictionary(uniqueKeysWithValues: PruneCounts.names.map { what in
             (what, Counter(label: "echorelay_pruned_total", dimensions: [("what", what)], factory: factory))
         })
         replays = Dictionary(uniqueKeysWithValues: ReplayKind.allCases.map { kind in
@@ -71,8 +71,7 @@ public struct RelayMetrics: Sendable {
 
     /// What a round of retention pruning removed.
     public func pruned(_ counts: PruneCounts) {
-        for (what, count) in [("events", counts.events), ("deliveries", counts.deliveries), ("attempts", counts.attempts),
-                              ("test_deliveries", counts.testDeliveries)] where count > 0 {
+        for (what, count) in counts.named where count > 0 {
             pruned[what]?.increment(by: count)
         }
     }

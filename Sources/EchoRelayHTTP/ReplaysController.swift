@@ -52,11 +52,16 @@ struct ReplaysController<Context: RequestContext>: Sendable {
     /// The replay `id` if this principal may see it: staff any; an app token only a recover of
     /// a subscription it owns (404 otherwise, as for an unknown id).
     private func visibleReplay(_ id: String, to principal: Principal) async throws -> Replay {
-        guard let replay = try await store.replay(id: id) else { throw Problem.notFound("no replay with id \"\(id)\"") }
-        if principal.role == .app {
-            guard replay.kind == .recover, let subscriptionID = replay.filter?.objectValue?["subscription_id"]?.stringValue,
-                  (try? await store.subscription(id: subscriptionID, seenBy: principal)) != nil
-            else { throw Problem.notFound("no replay with id \"\(id)\"") }
+        let notFound = Problem.notFound("no replay with id \"\(id)\"")
+        guard let replay = try await store.replay(id: id) else { throw notFound }
+        guard principal.role == .app else { return replay }
+        guard replay.kind == .recover, let subscriptionID = replay.filter?.objectValue?["subscription_id"]?.stringValue else {
+            throw notFound
+        }
+        do {
+            _ = try await store.subscription(id: subscriptionID, seenBy: principal)
+        } catch is Problem {
+            throw notFound  // another app's (or a deleted) subscription: the replay is as unknown
         }
         return replay
     }

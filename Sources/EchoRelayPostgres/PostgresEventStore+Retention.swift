@@ -24,7 +24,10 @@ extension PostgresEventStore: RetentionStore {
                 WITH c AS (SELECT \(cutoff)::timestamptz AS cutoff),
                 scanned AS (SELECT id, event_id, created_at FROM deliveries WHERE id > \(cursor) ORDER BY id LIMIT \(limit)),
                 final AS (
-                    SELECT e.id FROM c, (SELECT DISTINCT event_id FROM scanned) o JOIN events e ON e.id = o.event_id
+                    -- Only deliveries made before the cutoff can belong to an event final before it:
+                    -- a round that finds nothing old probes nothing.
+                    SELECT e.id FROM c, (SELECT DISTINCT s.event_id FROM c, scanned s WHERE s.created_at < c.cutoff) o
+                    JOIN events e ON e.id = o.event_id
                     WHERE e.pruned_at IS NULL AND \(unescaped: Self.finalBefore("c.cutoff"))
                 ),
                 doomed AS (
@@ -55,7 +58,9 @@ extension PostgresEventStore: RetentionStore {
             let rows = try await connection.query("""
                 WITH c AS (SELECT \(cutoff)::timestamptz AS cutoff, \(sparing)::timestamptz AS sparing),
                 scanned AS (SELECT id, delivery_id, started_at FROM delivery_attempts WHERE id > \(cursor) ORDER BY id LIMIT \(limit)),
-                of_deliveries AS (SELECT s.id, d.event_id FROM scanned s JOIN deliveries d ON d.id = s.delivery_id),
+                of_deliveries AS (
+                    SELECT s.id, d.event_id FROM c, scanned s JOIN deliveries d ON d.id = s.delivery_id WHERE s.started_at < c.cutoff
+                ),
                 final AS (
                     SELECT e.id FROM c, (SELECT DISTINCT event_id FROM of_deliveries) o JOIN events e ON e.id = o.event_id
                     WHERE \(unescaped: Self.finalBefore("c.cutoff"))

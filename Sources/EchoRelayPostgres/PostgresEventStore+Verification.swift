@@ -138,13 +138,6 @@ extension PostgresEventStore {
     }
 }
 
-extension Duration {
-    /// The duration in (fractional) seconds, for SQL intervals.
-    var seconds: Double {
-        Double(components.seconds) + Double(components.attoseconds) / 1e18
-    }
-}
-
 /// One outcome waiting to be recorded, and its row in the batch statement's JSON.
 struct VerificationFinish: Sendable {
     let task: VerificationTask

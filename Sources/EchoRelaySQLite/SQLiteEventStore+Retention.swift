@@ -18,8 +18,9 @@ extension SQLiteEventStore {
         return try await session.write { db in
             let scanned = try await db.rows("SELECT id, event_id, created_at FROM deliveries WHERE id > ?1 ORDER BY id LIMIT ?2", [cursor, limit])
             guard let last = scanned.last else { return PruneStep(removed: PruneCounts(), cursor: cursor, done: true) }
-            let candidates = Array(Set(try scanned.map { try $0.string(1) }))
-            let final = try await db.rows("""
+            // Only deliveries made before the cutoff can belong to an event final before it.
+            let candidates = Array(Set(try scanned.filter { try $0.int64(2) < at }.map { try $0.string(1) }))
+            let final = candidates.isEmpty ? [] : try await db.rows("""
                 SELECT e.id FROM events e
                 WHERE e.id IN (SELECT value FROM json_each(?1)) AND e.pruned_at IS NULL AND \(Self.finalBefore("?2"))
                 """, [JSONText(candidates), at]).map { try $0.string(0) }
@@ -48,8 +49,8 @@ extension SQLiteEventStore {
                 WHERE a.id > ?1 ORDER BY a.id LIMIT ?2
                 """, [cursor, limit])
             guard let last = scanned.last else { return PruneStep(removed: PruneCounts(), cursor: cursor, done: true) }
-            let candidates = Array(Set(try scanned.map { try $0.string(1) }))
-            let final = Set(try await db.rows("""
+            let candidates = Array(Set(try scanned.filter { try $0.int64(2) < at }.map { try $0.string(1) }))
+            let final = candidates.isEmpty ? [] : Set(try await db.rows("""
                 SELECT e.id FROM events e
                 WHERE e.id IN (SELECT value FROM json_each(?1)) AND \(Self.finalBefore("?2"))
                   AND (?3 IS NULL OR NOT \(Self.finalBefore("?3")))

@@ -21,10 +21,8 @@ struct RetentionPruner: Service, CustomStringConvertible {
                 let removed = try await cancelWhenGracefulShutdown { [pruning] in try await pruning.run(dryRun: false) }
                 metrics.pruned(removed)
                 if !removed.isEmpty {
-                    logger.info("retention pruned", metadata: [
-                        "events": "\(removed.events)", "deliveries": "\(removed.deliveries)", "attempts": "\(removed.attempts)",
-                        "test_deliveries": "\(removed.testDeliveries)",
-                    ])
+                    logger.info("retention pruned",
+                                metadata: Logger.Metadata(uniqueKeysWithValues: removed.named.map { ($0.name, "\($0.count)") }))
                 }
             } catch where stopping() {
                 return nil

@@ -39,6 +39,12 @@ import TestSupport
                         "the receipt answers the repeated push: \(again.text)")
                 let timeline = try await f.server.http.get("/v1/users/ret-1/events", bearer: LiveServer.adminToken).json
                 #expect(((timeline?["events"] as? [[String: Any]])?.first?["pruned_at"]) is String)
+                // The console says pruned, not that no subscription wanted the event.
+                let console = ConsoleBrowser(port: f.server.http.port)
+                try await console.signIn(token: try await SubscriptionsAPITests.token("support", "Sam", f.server))
+                let eventPage = try await console.get("/console/events/\(id)").text
+                #expect(eventPage.contains("Pruned") && !eventPage.contains("no subscription wanted"), "\(eventPage)")
+                #expect(try await console.get("/console/users/ret-1").text.contains(#"<span class="hint">pruned</span>"#))
                 let metrics = try await f.server.http.get("/metrics").text
                 #expect(metrics.contains("echorelay_pruned_total{what=\"events\"} 1"), "\(metrics)")
             }

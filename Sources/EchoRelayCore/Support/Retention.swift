@@ -39,6 +39,13 @@ public struct PruneCounts: Sendable, Equatable {
 
     public var isEmpty: Bool { self == PruneCounts() }
 
+    /// Each count with the name metrics and logs give it.
+    public var named: [(name: String, count: Int)] {
+        [("events", events), ("deliveries", deliveries), ("attempts", attempts), ("test_deliveries", testDeliveries)]
+    }
+
+    public static let names = PruneCounts().named.map(\.name)
+
     public static func += (total: inout PruneCounts, more: PruneCounts) {
         total.events += more.events
         total.deliveries += more.deliveries
@@ -101,12 +108,12 @@ public struct Pruning: Sendable {
 
     public func run(dryRun: Bool, now: Date = Date()) async throws -> PruneCounts {
         var total = PruneCounts()
-        let eventsCutoff = policy.events.map { now.addingTimeInterval(-$0.timeInterval) }
+        let eventsCutoff = policy.events.map { now.addingTimeInterval(-$0.seconds) }
         if let eventsCutoff {
             total += try await walk { try await store.pruneEvents(finalBefore: eventsCutoff, after: $0, limit: batchSize, dryRun: dryRun) }
         }
         if let attempts = policy.attempts {
-            let cutoff = now.addingTimeInterval(-attempts.timeInterval)
+            let cutoff = now.addingTimeInterval(-attempts.seconds)
             let sparing = dryRun ? eventsCutoff : nil
             total += try await walk {
                 try await store.pruneAttempts(finalBefore: cutoff, sparing: sparing, after: $0, limit: batchSize, dryRun: dryRun)
@@ -138,12 +145,5 @@ public struct Pruning: Sendable {
             cursor = batch.cursor
             try await rest(after: clock.now - started)
         }
-    }
-}
-
-extension Duration {
-    /// In seconds, fractions included.
-    var timeInterval: TimeInterval {
-        Double(components.seconds) + Double(components.attoseconds) / 1e18
     }
 }

@@ -65,6 +65,8 @@ struct TimelineRow {
     let receivedAt: TimeView
     let deliveries: [Delivery]
     let replays: Int?
+    /// When retention removed its deliveries (they are then none, not "none wanted").
+    let prunedAt: TimeView?
 
     init(_ entry: TimelineEntry, names: SubscriptionNames, now: Date) {
         let event = entry.event
@@ -81,6 +83,7 @@ struct TimelineRow {
             Delivery(subscriptionID: $0.subscriptionID, subscriptionName: names($0.subscriptionID), status: $0.status.rawValue)
         }
         replays = entry.deliveries.replays > 0 ? entry.deliveries.replays : nil
+        prunedAt = event.prunedAt.map { TimeView($0, now: now) }
     }
 }
 
@@ -162,6 +165,7 @@ struct EventPage {
     let occurredAt: TimeView
     let receivedAt: TimeView
     let decidedAt: TimeView?
+    let prunedAt: TimeView?
     let provider: Provider?
     let deliveries: [Delivery]
     let verified: Bool
@@ -182,6 +186,7 @@ struct EventPage {
         occurredAt = TimeView(event.occurredAt, now: now)
         receivedAt = TimeView(event.receivedAt, now: now)
         decidedAt = event.decidedAt.map { TimeView($0, now: now) }
+        prunedAt = event.prunedAt.map { TimeView($0, now: now) }
         provider = event.providerUserID.map { Provider(userID: $0, phone: event.providerPhoneNumber) }
         self.deliveries = deliveries.map { delivery in
             Delivery(

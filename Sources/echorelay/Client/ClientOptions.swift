@@ -80,8 +80,7 @@ enum TimeArgument {
         }
         // A bare number is a duration to DurationText; here it is too ambiguous to guess.
         if let last = trimmed.last, last.isLetter, let duration = DurationText.parse(trimmed) {
-            let seconds = Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
-            return RFC3339.format(now.addingTimeInterval(-seconds))
+            return RFC3339.format(now.addingTimeInterval(-duration.seconds))
         }
         return nil
     }
