@@ -4,6 +4,7 @@ import EchoRelayServer
 import Hummingbird
 import Logging
 import NIOCore
+import NIOPosix
 
 struct ServeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -136,6 +137,12 @@ struct ServeCommand: AsyncParsableCommand {
     func run() async throws {
         // First, before anything starts the event loops: the count is read when they start.
         if let threads = try Setting.threads(threads) { NIOSingletons.groupLoopCountSuggestion = threads }
+        // Then the tasks run on those event loops too, instead of on Swift's own pool: a
+        // delivery's hops (database answer, webhook, record) no longer wake a thread of the
+        // other kind each time, and a task stays on the loop that started it. In the claim part
+        // of scripts/bench the worker finished 3,174–3,513 deliveries a second against
+        // 2,818–3,181 on the pool (three ABAB pairs; BENCHMARKS.md, run P).
+        NIOSingletons.unsafeTryInstallSingletonPosixEventLoopGroupAsConcurrencyGlobalExecutor()
         let logger = try logging.bootstrap(label: "echorelay")
         let demo = Setting.isOn(self.demo, ServeSettings.demo)
         typealias S = ServeSettings
