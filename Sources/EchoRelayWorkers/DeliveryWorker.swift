@@ -77,7 +77,8 @@ public struct DeliveryWorker: Service, CustomStringConvertible {
     }
 
     public func run() async throws {
-        let client = WebhookClient(timeout: configuration.timeout, caFile: configuration.subscriberCAFile)
+        let client = WebhookClient(timeout: configuration.timeout, caFile: configuration.subscriberCAFile,
+                                   connectionsPerHost: configuration.concurrency)
         let stopping = Flag()
         await withGracefulShutdownHandler {
             await ready.wait()

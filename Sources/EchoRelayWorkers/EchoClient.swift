@@ -13,13 +13,17 @@ public final class EchoClient: Sendable {
     private let http: HTTPClient
     private let timeout: Duration
 
-    public init(timeout: Duration) {
+    /// - connectionsPerHost: echo requests in flight at once to one provider host, each on its
+    ///   own connection: the verify worker's concurrency (AsyncHTTPClient's default of 8 held
+    ///   every echo request beyond 8 in its queue, whatever `ECHORELAY_VERIFY_CONCURRENCY` said).
+    public init(timeout: Duration, connectionsPerHost: Int = 8) {
         var configuration = HTTPClient.Configuration(
             redirectConfiguration: .disallow,
             timeout: .init(connect: .init(timeout), read: .init(timeout))
         )
         configuration.decompression = .disabled
         configuration.connectionPool.idleTimeout = .seconds(4)  // before the provider's keep-alive ends (see WebhookClient)
+        configuration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = connectionsPerHost
         self.http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
         self.timeout = timeout
     }

@@ -71,7 +71,7 @@ public struct VerifyWorker: Service, CustomStringConvertible {
 
     public func run() async throws {
         // The client lives exactly as long as the worker runs, and is shut down after it.
-        let client = EchoClient(timeout: echoTimeout)
+        let client = EchoClient(timeout: echoTimeout, connectionsPerHost: configuration.concurrency)
         let stopping = Flag()
         await withGracefulShutdownHandler {
             await ready.wait()

@@ -30,29 +30,36 @@ final class WebhookClient: Sendable {
     private let timeout: Duration
     /// nil: the system's trust roots (tests pass their own CA).
     private let tls: TLSConfiguration?
+    private let connectionsPerHost: Int
     /// Clients pinned to a checked address, by host name.
     private let pinned = Mutex<[String: (address: IPAddress, client: HTTPClient)]>([:])
     /// More hosts than this and another host's client is closed (its next webhook makes a new one).
     static let pinnedHosts = 256
 
-    init(timeout: Duration, tls: TLSConfiguration? = nil) {
-        self.http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: Self.configuration(timeout: timeout, tls: tls))
+    /// - connectionsPerHost: webhooks in flight at once to one host and port, each on its own
+    ///   connection (HTTP/1.1). The worker's caps are what bound them, so this is the worker's
+    ///   concurrency: AsyncHTTPClient's default of 8 queued the webhooks of every subscription
+    ///   on one host behind 8 connections, whatever their caps allowed.
+    init(timeout: Duration, tls: TLSConfiguration? = nil, connectionsPerHost: Int = 8) {
+        self.http = HTTPClient(eventLoopGroupProvider: .singleton,
+                               configuration: Self.configuration(timeout: timeout, tls: tls, connectionsPerHost: connectionsPerHost))
         self.timeout = timeout
         self.tls = tls
+        self.connectionsPerHost = connectionsPerHost
     }
 
     /// A client that also trusts the certificate authorities in `caFile`
     /// (`ECHORELAY_SUBSCRIBER_CA_FILE`) beside the system's.
-    convenience init(timeout: Duration, caFile: String?) {
+    convenience init(timeout: Duration, caFile: String?, connectionsPerHost: Int = 8) {
         var tls: TLSConfiguration?
         if let caFile {
             tls = .makeClientConfiguration()
             tls?.additionalTrustRoots = [.file(caFile)]
         }
-        self.init(timeout: timeout, tls: tls)
+        self.init(timeout: timeout, tls: tls, connectionsPerHost: connectionsPerHost)
     }
 
-    private static func configuration(timeout: Duration, tls: TLSConfiguration?, host: String? = nil,
+    private static func configuration(timeout: Duration, tls: TLSConfiguration?, connectionsPerHost: Int, host: String? = nil,
                                       address: IPAddress? = nil) -> HTTPClient.Configuration {
         var configuration = HTTPClient.Configuration(
             tlsConfiguration: tls,
@@ -63,6 +70,7 @@ final class WebhookClient: Sendable {
         // ours go first keeps a webhook from being sent on a connection the subscriber is closing,
         // which would fail as an attempt the subscriber never saw.
         configuration.connectionPool.idleTimeout = .seconds(4)
+        configuration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = connectionsPerHost
         if let host, let address { configuration.dnsOverride = [host: address.description] }
         return configuration
     }
@@ -73,7 +81,8 @@ final class WebhookClient: Sendable {
         let (client, retired) = pinned.withLock { pinned -> (HTTPClient, HTTPClient?) in
             if let known = pinned[host], known.address == address { return (known.client, nil) }
             let client = HTTPClient(eventLoopGroupProvider: .singleton,
-                                    configuration: Self.configuration(timeout: timeout, tls: tls, host: host, address: address))
+                                    configuration: Self.configuration(timeout: timeout, tls: tls, connectionsPerHost: connectionsPerHost,
+                                                                      host: host, address: address))
             var retired = pinned.updateValue((address, client), forKey: host)?.client
             if retired == nil, pinned.count > Self.pinnedHosts, let other = pinned.keys.first(where: { $0 != host }) {
                 retired = pinned.removeValue(forKey: other)?.client

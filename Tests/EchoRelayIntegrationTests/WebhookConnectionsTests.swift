@@ -1,0 +1,125 @@
+import EchoRelayCore
+import EchoRelayPostgres
+import EchoRelayStandIns
+import EchoRelayWorkers
+import Foundation
+import Hummingbird
+import Synchronization
+import TestSupport
+import Testing
+
+/// Subscriptions on one host get as many webhooks in flight as their caps allow: the HTTP
+/// client's connections to a host do not cap them lower. (AsyncHTTPClient keeps 8 connections
+/// a host unless told otherwise, and held every webhook beyond 8 in its own queue.)
+@Suite struct WebhookConnectionsTests {
+    @Test func twoSubscriptionsOnOneHostGetBothTheirCapsInFlight() async throws {
+        let cap = 12
+        let perSubscription = 24
+        let peak = PeakCount()
+        try await TestDatabase.withFresh { database in
+            try await database.withClient { client in
+                _ = try await Migrator(client: client, logger: TestLogger.quiet).migrate()
+                let store = PostgresEventStore(client: client, logger: TestLogger.quiet)
+                try await LoopbackServer.run(Self.subscriber(counting: peak)) { port in
+                    for path in ["a", "b"] {
+                        _ = try await store.createSubscription(
+                            SubscriptionFields(url: "http://127.0.0.1:\(port)/hooks/\(path)", eventTypes: EventType.allCases, ordered: false),
+                            ownerTokenID: nil, secret: WebhookSecret.generate())
+                    }
+                    for index in 0..<perSubscription { try await store.ingest("e\(index)", user: "u\(index)") }
+                    for task in try await store.claimVerifications(owner: "verifier", limit: perSubscription, lease: .seconds(60)) {
+                        #expect(try await store.finishVerification(task, owner: "verifier", outcome: VerificationOutcome(
+                            status: .verified, reason: .providerConfirmed, providerUserID: task.userID)))
+                    }
+                    var configuration = DeliveryWorkerConfiguration()
+                    configuration.allowPrivateSubscribers = true
+                    configuration.perSubscriptionConcurrency = cap
+                    let worker = Task {
+                        try await DeliveryWorker(store: store, wake: WakeSignal(), configuration: configuration, owner: "worker",
+                                                 logger: TestLogger.quiet).run()
+                    }
+                    defer { worker.cancel() }
+                    try await waitUntil(within: .seconds(30)) { peak.finished == 2 * perSubscription }
+                    // Both caps together; 8 is what one host got before.
+                    #expect(peak.highest >= 2 * cap - 4, "webhooks in flight at once to the one host: \(peak.highest)")
+                    #expect(peak.highest <= 2 * cap, "the caps still hold")
+                }
+            }
+        }
+    }
+
+    /// The echo client likewise: as many echo requests in flight to the one provider host as
+    /// it is told (the verify worker tells it its concurrency).
+    @Test func echoRequestsToOneProviderGoOutAsManyAtOnceAsAllowed() async throws {
+        let allowed = VerifyWorkerConfiguration().concurrency
+        let peak = PeakCount()
+        try await LoopbackServer.run(Self.provider(counting: peak)) { port in
+            let client = EchoClient(timeout: .seconds(10), connectionsPerHost: allowed)
+            await withTaskGroup(of: Void.self) { group in
+                for _ in 0..<allowed {
+                    group.addTask {
+                        _ = await client.send(EchoTarget(url: "http://127.0.0.1:\(port)/1.1/account/verify_credentials.json",
+                                                         authorization: Secret("OAuth oauth_token=\"t\""), tokenHash: nil))
+                    }
+                }
+            }
+            await client.shutdown()
+        }
+        #expect(peak.finished == allowed)
+        #expect(peak.highest >= allowed - 4, "echo requests in flight at once to the one host: \(peak.highest)")
+    }
+
+    private static func provider(counting peak: PeakCount) -> Router<BasicRequestContext> {
+        let router = Router()
+        router.get("**") { _, _ -> Response in
+            peak.enter()
+            defer { peak.leave() }
+            try await Task.sleep(for: .milliseconds(300))
+            return Response(status: .ok, body: .init(byteBuffer: ByteBuffer(string: "{}")))
+        }
+        return router
+    }
+
+    /// Answers every webhook after holding it, counting those held at once.
+    private static func subscriber(counting peak: PeakCount) -> Router<BasicRequestContext> {
+        let router = Router()
+        router.post("**") { _, _ -> Response in
+            peak.enter()
+            defer { peak.leave() }
+            // Long enough that every webhook the worker may have in flight is in flight at once.
+            try await Task.sleep(for: .milliseconds(300))
+            return Response(status: .noContent)
+        }
+        return router
+    }
+
+    private func waitUntil(within limit: Duration, _ done: () -> Bool) async throws {
+        let deadline = ContinuousClock.now + limit
+        while !done() {
+            guard ContinuousClock.now < deadline else { throw StandInError("the webhooks did not all arrive within \(limit)") }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+    }
+}
+
+/// Requests in flight now, the most at once, and how many have finished.
+private final class PeakCount: Sendable {
+    private let state = Mutex((now: 0, highest: 0, finished: 0))
+
+    var highest: Int { state.withLock { $0.highest } }
+    var finished: Int { state.withLock { $0.finished } }
+
+    func enter() {
+        state.withLock { state in
+            state.now += 1
+            state.highest = max(state.highest, state.now)
+        }
+    }
+
+    func leave() {
+        state.withLock { state in
+            state.now -= 1
+            state.finished += 1
+        }
+    }
+}
