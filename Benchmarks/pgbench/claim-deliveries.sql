@@ -66,13 +66,13 @@ RETURNING d.id, d.event_id, d.subscription_id, d.webhook_id, d.attempts, s.url, 
 -- one parameter, the attempts as a jsonb array, is read first from the deliveries this client
 -- holds (a few index entries: deliveries_leased) and passed as :attempts, with the values a
 -- worker sends for a success (ECHORELAY_DISABLE_AFTER's 5 days as `overdue`, a hand-off to
--- itself). ClaimStatementTests keeps this statement equal to the worker's as well.
+-- itself, the claim's cap). ClaimStatementTests keeps this statement equal to the worker's as well.
 SELECT coalesce(jsonb_agg(jsonb_build_object(
            'position', n, 'delivery_id', id, 'owner', :owner::text, 'status', 'delivered', 'delay', 0,
            'started_at', extract(epoch FROM now()), 'duration_ms', 1, 'status_code', 200, 'error_kind', NULL,
            'error', NULL, 'response_head', 'ok', 'subscription_id', subscription_id, 'user_id', user_id,
            'effect', 'succeeded', 'gone_reason', NULL, 'overdue', 432000, 'hand_owner', :owner::text,
-           'hand_lease', :lease_seconds::float8)), '[]') AS attempts
+           'hand_lease', :lease_seconds::float8, 'cap', :cap)), '[]') AS attempts
 FROM (SELECT row_number() OVER (ORDER BY id) - 1 AS n, id, subscription_id, user_id FROM deliveries
       WHERE status = 'pending' AND lease_owner IS NOT NULL AND lease_owner = :owner::text) held
 \gset
@@ -81,7 +81,7 @@ WITH input AS (
         position int, delivery_id bigint, owner text, status text, delay float8, started_at float8,
         duration_ms int, status_code int, error_kind text, error text, response_head text,
         subscription_id text, user_id text, effect text, gone_reason text, overdue float8,
-        hand_owner text, hand_lease float8)
+        hand_owner text, hand_lease float8, cap bigint)
 ), updated AS (
     UPDATE deliveries d
     SET status = x.status, due_at = now() + make_interval(secs => x.delay),
@@ -184,11 +184,18 @@ WITH input AS (
 ), waiting AS (
     -- Deliveries of these subscriptions that are due and leased to nobody: a claim
     -- stopped by a subscription's cap left them, and the slots these attempts free let
-    -- the next claim take them. (A leased delivery's due_at is its lease's end.)
-    SELECT 1 FROM (SELECT DISTINCT subscription_id FROM kept) k
+    -- the next claim take them. (A leased delivery's due_at is its lease's end.) Only
+    -- where the leases left once these are final (webhooks in flight, hand-offs waiting
+    -- in an inbox) are under the cap: else a claim finds no room, as most did under a
+    -- backlog, when every record asked for one.
+    SELECT 1 FROM (SELECT subscription_id, max(cap) AS cap FROM kept GROUP BY subscription_id) k
     WHERE EXISTS (SELECT 1 FROM deliveries p
                   WHERE p.subscription_id = k.subscription_id AND p.status = 'pending'
                     AND p.parked_at IS NULL AND p.due_at <= now())
+      AND (SELECT count(*) FROM deliveries b
+           WHERE b.subscription_id = k.subscription_id AND b.status = 'pending'
+             AND b.lease_owner IS NOT NULL AND b.lease_expires_at > now()
+             AND b.id <> ALL (ARRAY(SELECT delivery_id FROM kept))) < k.cap
     LIMIT 1
 )
 SELECT u.position, ARRAY(SELECT n.id FROM unparked n WHERE n.position = u.position AND n.lease_owner IS NOT NULL),

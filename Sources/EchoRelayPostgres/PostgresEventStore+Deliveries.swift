@@ -52,11 +52,12 @@ extension PostgresEventStore: DeliveryStore {
     }
 
     public func recordDeliveryAttempts(
-        _ records: [AttemptRecord], owner: String, disableAfter: Duration, handOff: HandOff?
+        _ records: [AttemptRecord], owner: String, disableAfter: Duration, handOff: HandOff?, perSubscriptionCap: Int
     ) async -> [Result<FinishedWork, any Error>] {
         guard !records.isEmpty else { return [] }
         let group = records.map {
-            RecordedAttempt(task: $0.task, owner: owner, attempt: $0.attempt, next: $0.next, disableAfter: disableAfter, handOff: handOff)
+            RecordedAttempt(task: $0.task, owner: owner, attempt: $0.attempt, next: $0.next, disableAfter: disableAfter, handOff: handOff,
+                            cap: perSubscriptionCap)
         }
         do {
             return try await attempts.submit(group)
@@ -199,6 +200,8 @@ struct RecordedAttempt: Sendable {
     let next: DeliveryNext
     let disableAfter: Duration
     let handOff: HandOff?
+    /// The claim's cap per subscription, for whether a claim would find room.
+    let cap: Int
 
     /// Encodable for the test that checks `write(to:)` against `JSONEncoder`.
     struct Row: Encodable, JSONRow {
@@ -223,6 +226,7 @@ struct RecordedAttempt: Sendable {
         /// Who leases the next delivery of the queue at once, and for how long.
         let hand_owner: String?
         let hand_lease: Double?
+        let cap: Int
 
         init(_ position: Int, _ recorded: RecordedAttempt) {
             self.position = position
@@ -247,6 +251,7 @@ struct RecordedAttempt: Sendable {
             overdue = recorded.disableAfter.seconds
             hand_owner = recorded.handOff?.owner
             hand_lease = recorded.handOff?.lease.seconds
+            cap = recorded.cap
         }
 
         func write(to row: inout JSONRowsWriter) {
@@ -268,6 +273,7 @@ struct RecordedAttempt: Sendable {
             row.add("overdue", overdue)
             row.add("hand_owner", hand_owner)
             row.add("hand_lease", hand_lease)
+            row.add("cap", cap)
         }
     }
 }
@@ -281,7 +287,7 @@ struct RecordAttemptsStatement: PostgresPreparedStatement {
                 position int, delivery_id bigint, owner text, status text, delay float8, started_at float8,
                 duration_ms int, status_code int, error_kind text, error text, response_head text,
                 subscription_id text, user_id text, effect text, gone_reason text, overdue float8,
-                hand_owner text, hand_lease float8)
+                hand_owner text, hand_lease float8, cap bigint)
         ), updated AS (
             UPDATE deliveries d
             SET status = x.status, due_at = now() + make_interval(secs => x.delay),
@@ -384,11 +390,18 @@ struct RecordAttemptsStatement: PostgresPreparedStatement {
         ), waiting AS (
             -- Deliveries of these subscriptions that are due and leased to nobody: a claim
             -- stopped by a subscription's cap left them, and the slots these attempts free let
-            -- the next claim take them. (A leased delivery's due_at is its lease's end.)
-            SELECT 1 FROM (SELECT DISTINCT subscription_id FROM kept) k
+            -- the next claim take them. (A leased delivery's due_at is its lease's end.) Only
+            -- where the leases left once these are final (webhooks in flight, hand-offs waiting
+            -- in an inbox) are under the cap: else a claim finds no room, as most did under a
+            -- backlog, when every record asked for one.
+            SELECT 1 FROM (SELECT subscription_id, max(cap) AS cap FROM kept GROUP BY subscription_id) k
             WHERE EXISTS (SELECT 1 FROM deliveries p
                           WHERE p.subscription_id = k.subscription_id AND p.status = 'pending'
                             AND p.parked_at IS NULL AND p.due_at <= now())
+              AND (SELECT count(*) FROM deliveries b
+                   WHERE b.subscription_id = k.subscription_id AND b.status = 'pending'
+                     AND b.lease_owner IS NOT NULL AND b.lease_expires_at > now()
+                     AND b.id <> ALL (ARRAY(SELECT delivery_id FROM kept))) < k.cap
             LIMIT 1
         )
         SELECT u.position, ARRAY(SELECT n.id FROM unparked n WHERE n.position = u.position AND n.lease_owner IS NOT NULL),

@@ -135,7 +135,7 @@ extension SQLiteEventStore {
     /// The embedded store hands nothing off (see `finishVerification`). The records share one
     /// transaction; if it fails, each is written in one of its own.
     public func recordDeliveryAttempts(
-        _ records: [AttemptRecord], owner: String, disableAfter: Duration, handOff: HandOff?
+        _ records: [AttemptRecord], owner: String, disableAfter: Duration, handOff: HandOff?, perSubscriptionCap: Int
     ) async -> [Result<FinishedWork, any Error>] {
         func write(_ records: [AttemptRecord]) async throws -> [Result<FinishedWork, any Error>] {
             try await session.write { db in

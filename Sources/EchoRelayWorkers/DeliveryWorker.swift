@@ -139,7 +139,8 @@ public struct DeliveryWorker: Service, CustomStringConvertible {
     /// process if its inbox has room for them.
     func writeAttempts(_ records: [AttemptRecord]) async -> [Result<FinishedWork, any Error>] {
         await store.recordDeliveryAttempts(records, owner: owner, disableAfter: configuration.disableAfter,
-                                           handOff: handOffs.request(count: records.count))
+                                           handOff: handOffs.request(count: records.count),
+                                           perSubscriptionCap: configuration.perSubscriptionConcurrency)
     }
 
     /// The safety net of parking (`DeliveryStore.unparkStrandedDeliveries`): every poll

@@ -90,6 +90,33 @@ import Testing
         }
     }
 
+    /// An attempt asks for a claim only where one would find room: due deliveries leased to
+    /// nobody, in a subscription whose other leases (webhooks in flight, hand-offs waiting in
+    /// an inbox) leave room under the claim's cap. Under a backlog most asked-for claims found
+    /// none, each a statement for nothing.
+    @Test func anAttemptAsksForAClaimOnlyWhereTheCapLeavesRoom() async throws {
+        try await Self.withStore { store, _ in
+            _ = try await store.subscribe(ordered: false)
+            for index in 0..<5 { try await store.ingest("e\(index)", user: "u\(index)") }
+            for task in try await store.claimVerifications(owner: "p1", limit: 10, lease: .seconds(60)) {
+                #expect(try await store.finishVerification(task, owner: "p1", outcome: Self.verified(task)))
+            }
+            let attempt = DeliveryAttempt(startedAt: Date(), duration: .milliseconds(3), statusCode: 200, errorKind: nil,
+                                          error: nil, responseHead: nil)
+            // Three leased, two due for nobody.
+            let leased = try await store.claimDeliveries(owner: "p1", limit: 3, lease: .seconds(60), perSubscriptionCap: 3, answered: [])
+            #expect(leased.count == 3)
+            let full = try await store.recordDeliveryAttempt(leased[0], owner: "p1", attempt: attempt, next: .delivered,
+                                                             disableAfter: .seconds(86_400), handOff: nil, perSubscriptionCap: 2)
+            #expect(full.kept && !full.madeWorkDue, "the two other leases fill a cap of 2: a claim would find no room")
+            let room = try await store.recordDeliveryAttempt(leased[1], owner: "p1", attempt: attempt, next: .delivered,
+                                                             disableAfter: .seconds(86_400), handOff: nil, perSubscriptionCap: 2)
+            #expect(room.kept && room.madeWorkDue, "one lease left under a cap of 2, and two due: a claim finds one")
+            #expect(try await store.claimDeliveries(owner: "p1", limit: 10, lease: .seconds(60), perSubscriptionCap: 2,
+                                                    answered: []).count == 1, "as the attempt said")
+        }
+    }
+
     @Test func anEndedDeliveryWhoseSuccessorWaitsForAnEarlierVerificationLeavesItForAClaim() async throws {
         try await Self.withStore { store, _ in
             // a2 stays unverified: a3's delivery must wait for its outcome, whatever a1's does.

@@ -29,7 +29,7 @@ import Testing
         default: .dead(disableSubscription: text)
         }
         return RecordedAttempt(task: task, owner: "host:1:abc", attempt: attempt, next: next, disableAfter: .seconds(432_000),
-                               handOff: index % 2 == 0 ? HandOff(owner: "host:1:abc", lease: .seconds(60)) : nil)
+                               handOff: index % 2 == 0 ? HandOff(owner: "host:1:abc", lease: .seconds(60)) : nil, cap: index % 2 == 0 ? 8 : .max)
     }
 
     static func finish(_ index: Int, text: String?) -> VerificationFinish {

@@ -184,9 +184,10 @@ public struct AttemptRecord: Sendable {
 extension DeliveryStore {
     /// Records one attempt and what follows (see `recordDeliveryAttempts`).
     public func recordDeliveryAttempt(_ task: DeliveryTask, owner: String, attempt: DeliveryAttempt, next: DeliveryNext,
-                                      disableAfter: Duration, handOff: HandOff?) async throws -> FinishedWork {
+                                      disableAfter: Duration, handOff: HandOff?, perSubscriptionCap: Int = .max) async throws -> FinishedWork {
         let records = [AttemptRecord(task: task, attempt: attempt, next: next)]
-        guard let result = await recordDeliveryAttempts(records, owner: owner, disableAfter: disableAfter, handOff: handOff).first else {
+        guard let result = await recordDeliveryAttempts(records, owner: owner, disableAfter: disableAfter, handOff: handOff,
+                                                        perSubscriptionCap: perSubscriptionCap).first else {
             throw GroupCommitError.missingResult
         }
         return try result.get()
@@ -214,8 +215,10 @@ public protocol DeliveryStore: Sendable {
     /// order. `kept` is false if the lease was lost. A failure older than `disableAfter` since
     /// the last success disables the subscription. A delivery final now lets the next one of
     /// its queue go; with a `handOff`, that one is leased to its owner at once and listed.
+    /// `madeWorkDue` says whether a claim capped at `perSubscriptionCap` would find something
+    /// now: due deliveries nobody leased, of a subscription with room under the cap.
     func recordDeliveryAttempts(_ records: [AttemptRecord], owner: String, disableAfter: Duration,
-                                handOff: HandOff?) async -> [Result<FinishedWork, any Error>]
+                                handOff: HandOff?, perSubscriptionCap: Int) async -> [Result<FinishedWork, any Error>]
     /// The deliveries leased to `owner` by a hand-off, to send: those of `ids` it still holds.
     func leasedDeliveries(ids: [Int64], owner: String) async throws -> [DeliveryTask]
     /// The safety net of parking (only a queue's head is due): unparks the parked deliveries
