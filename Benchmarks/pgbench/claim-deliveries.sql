@@ -72,7 +72,7 @@ SELECT coalesce(jsonb_agg(jsonb_build_object(
            'started_at', extract(epoch FROM now()), 'duration_ms', 1, 'status_code', 200, 'error_kind', NULL,
            'error', NULL, 'response_head', 'ok', 'subscription_id', subscription_id, 'user_id', user_id,
            'effect', 'succeeded', 'gone_reason', NULL, 'overdue', 432000, 'hand_owner', :owner::text,
-           'hand_lease', :lease_seconds::float8, 'cap', :cap)), '[]') AS attempts
+           'hand_lease', :lease_seconds::float8, 'cap', :cap::int)), '[]') AS attempts
 FROM (SELECT row_number() OVER (ORDER BY id) - 1 AS n, id, subscription_id, user_id FROM deliveries
       WHERE status = 'pending' AND lease_owner IS NOT NULL AND lease_owner = :owner::text) held
 \gset
