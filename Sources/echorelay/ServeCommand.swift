@@ -141,7 +141,7 @@ struct ServeCommand: AsyncParsableCommand {
         // delivery's hops (database answer, webhook, record) no longer wake a thread of the
         // other kind each time, and a task stays on the loop that started it. In the claim part
         // of scripts/bench the worker finished 3,174–3,513 deliveries a second against
-        // 2,818–3,181 on the pool (three ABAB pairs; BENCHMARKS.md, run P).
+        // 2,818–3,181 on the pool (three ABAB pairs; BENCHMARKS.md, run Q).
         NIOSingletons.unsafeTryInstallSingletonPosixEventLoopGroupAsConcurrencyGlobalExecutor()
         let logger = try logging.bootstrap(label: "echorelay")
         let demo = Setting.isOn(self.demo, ServeSettings.demo)

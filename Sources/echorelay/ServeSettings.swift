@@ -122,7 +122,7 @@ enum ServeSettings {
     static let shutdownGrace = ServeSetting("shutdown-grace", "ECHORELAY_SHUTDOWN_GRACE", .value("10s"),
         help: "At SIGTERM, how long in-flight echo requests and deliveries may take to finish before they are cancelled and handed back to the database for another process.")
     static let threads = ServeSetting("threads", "ECHORELAY_THREADS", .unset("one a core"),
-        help: "Threads for the network and the database connections (the event loops). Where serve shares a machine's cores with PostgreSQL, fewer threads than cores leave the database its share and save thread switches: on 2 cores, 1 for an ingest-role process (one that also verifies needs its threads for that).")
+        help: "Threads for the network, the database connections and all of serve's work (the event loops, which run its tasks too). Where serve shares a machine's cores with PostgreSQL, fewer threads than cores leave the database its share and save thread switches: on 2 cores, 1 for an ingest-role process (one that also verifies needs its threads for that).")
     static let logLevel = ServeSetting("log-level", "ECHORELAY_LOG_LEVEL", .value("info"),
         help: "Log level: trace, debug, info, notice, warning, error, critical.")
     static let logFormat = ServeSetting("log-format", "ECHORELAY_LOG_FORMAT", .value("text"),
