@@ -3,6 +3,7 @@ import EchoRelayPostgres
 import EchoRelayStandIns
 import EchoRelayWorkers
 import Foundation
+import HTTPTypes
 import Hummingbird
 import Synchronization
 import TestSupport
@@ -20,17 +21,14 @@ import Testing
             try await database.withClient { client in
                 _ = try await Migrator(client: client, logger: TestLogger.quiet).migrate()
                 let store = PostgresEventStore(client: client, logger: TestLogger.quiet)
-                try await LoopbackServer.run(Self.subscriber(counting: peak)) { port in
+                try await LoopbackServer.run(Self.holding(.post, counting: peak)) { port in
                     for path in ["a", "b"] {
                         _ = try await store.createSubscription(
                             SubscriptionFields(url: "http://127.0.0.1:\(port)/hooks/\(path)", eventTypes: EventType.allCases, ordered: false),
                             ownerTokenID: nil, secret: WebhookSecret.generate())
                     }
                     for index in 0..<perSubscription { try await store.ingest("e\(index)", user: "u\(index)") }
-                    for task in try await store.claimVerifications(owner: "verifier", limit: perSubscription, lease: .seconds(60)) {
-                        #expect(try await store.finishVerification(task, owner: "verifier", outcome: VerificationOutcome(
-                            status: .verified, reason: .providerConfirmed, providerUserID: task.userID)))
-                    }
+                    try await store.verifyAll()
                     var configuration = DeliveryWorkerConfiguration()
                     configuration.allowPrivateSubscribers = true
                     configuration.perSubscriptionConcurrency = cap
@@ -53,7 +51,7 @@ import Testing
     @Test func echoRequestsToOneProviderGoOutAsManyAtOnceAsAllowed() async throws {
         let allowed = VerifyWorkerConfiguration().concurrency
         let peak = PeakCount()
-        try await LoopbackServer.run(Self.provider(counting: peak)) { port in
+        try await LoopbackServer.run(Self.holding(.get, counting: peak)) { port in
             let client = EchoClient(timeout: .seconds(10), connectionsPerHost: allowed)
             await withTaskGroup(of: Void.self) { group in
                 for _ in 0..<allowed {
@@ -69,26 +67,15 @@ import Testing
         #expect(peak.highest >= allowed - 4, "echo requests in flight at once to the one host: \(peak.highest)")
     }
 
-    private static func provider(counting peak: PeakCount) -> Router<BasicRequestContext> {
+    /// Answers every request to `method` after holding it, counting those held at once.
+    private static func holding(_ method: HTTPRequest.Method, counting peak: PeakCount) -> Router<BasicRequestContext> {
         let router = Router()
-        router.get("**") { _, _ -> Response in
+        router.on("**", method: method) { _, _ -> Response in
             peak.enter()
             defer { peak.leave() }
+            // Long enough that every request the client may have in flight is in flight at once.
             try await Task.sleep(for: .milliseconds(300))
-            return Response(status: .ok, body: .init(byteBuffer: ByteBuffer(string: "{}")))
-        }
-        return router
-    }
-
-    /// Answers every webhook after holding it, counting those held at once.
-    private static func subscriber(counting peak: PeakCount) -> Router<BasicRequestContext> {
-        let router = Router()
-        router.post("**") { _, _ -> Response in
-            peak.enter()
-            defer { peak.leave() }
-            // Long enough that every webhook the worker may have in flight is in flight at once.
-            try await Task.sleep(for: .milliseconds(300))
-            return Response(status: .noContent)
+            return Response(status: method == .get ? .ok : .noContent, body: .init(byteBuffer: ByteBuffer(string: method == .get ? "{}" : "")))
         }
         return router
     }
