@@ -16,7 +16,7 @@ public final class EchoClient: Sendable {
     /// - connectionsPerHost: echo requests in flight at once to one provider host, each on its
     ///   own connection: the verify worker's concurrency (AsyncHTTPClient's default of 8 held
     ///   every echo request beyond 8 in its queue, whatever `ECHORELAY_VERIFY_CONCURRENCY` said).
-    public init(timeout: Duration, connectionsPerHost: Int = 8) {
+    public init(timeout: Duration, connectionsPerHost: Int) {
         var configuration = HTTPClient.Configuration(
             redirectConfiguration: .disallow,
             timeout: .init(connect: .init(timeout), read: .init(timeout))
