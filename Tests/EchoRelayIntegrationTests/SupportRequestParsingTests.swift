@@ -122,45 +122,38 @@ import TestSupport
 
     /// Random recover bodies never crash the parser, and whatever it accepts has its window.
     @Test func randomRecoverBodiesEitherParseWithAWindowOrNameAField() async {
-        await offTheConcurrencyPool {
-            var generator = SystemRandomNumberGenerator()
-            let names = ["since", "until", "dry_run", "reason", "user_id", "x"]
-            let values: [Any] = ["", "r", 0, true, NSNull(), [], ["a": 1], "2026-11-01T00:00:00Z", "2026-11-02T00:00:00Z",
-                                 "9999-12-31T23:59:59Z", "2026-13-01T00:00:00Z", "\u{0}", String(repeating: "é", count: 1001)]
-            for _ in 0..<2000 {
-                var object: [String: Any] = [:]
-                for name in names where Bool.random(using: &generator) {
-                    object[name] = values.randomElement(using: &generator)!
-                }
-                do {
-                    let request = try RecoverRequest.parse(Self.json(object))
-                    #expect(request.until.map { request.since < $0 } ?? true)
-                    #expect(request.reason.map { SupportReason.problem($0) == nil } ?? true)
-                } catch let error as EventParseError {
-                    if case .invalidFields(let problems) = error { #expect(!problems.isEmpty) }
-                } catch {
-                    Issue.record("unexpected error \(error)")
-                }
-            }
+        await Self.fuzz(names: ["since", "until", "dry_run", "reason", "user_id", "x"],
+                        values: ["", "r", 0, true, NSNull(), [], ["a": 1], "2026-11-01T00:00:00Z", "2026-11-02T00:00:00Z",
+                                 "9999-12-31T23:59:59Z", "2026-13-01T00:00:00Z", "\u{0}", String(repeating: "é", count: 1001)]) { body in
+            let request = try RecoverRequest.parse(body)
+            #expect(request.until.map { request.since < $0 } ?? true)
+            #expect(request.reason.map { SupportReason.problem($0) == nil } ?? true)
         }
     }
 
     /// Random bodies built from the fields' own names and odd values never crash the parser,
     /// and whatever it accepts has a reason.
     @Test func randomBodiesEitherParseWithAReasonOrNameAField() async {
+        await Self.fuzz(names: ["reason", "user_id", "subscription_id", "types", "since", "until", "status", "dry_run", "echo", "x"],
+                        values: ["", "r", "u1", 0, -1.5, true, NSNull(), [], ["token.rotated"], ["a": 1], "2026-11-01T00:00:00Z",
+                                 "dead", String(repeating: "é", count: 70), "\u{0}"]) { body in
+            let request = try BulkReplayRequest.parse(body)
+            #expect(SupportReason.problem(request.reason) == nil)
+        }
+    }
+
+    /// 2,000 bodies of a random choice of `names`, each with a random one of `values`: `parse`
+    /// either accepts one (and checks it) or throws a field error that names a field.
+    static func fuzz(names: [String], values: [Any], parse: ([UInt8]) throws -> Void) async {
         await offTheConcurrencyPool {
             var generator = SystemRandomNumberGenerator()
-            let names = ["reason", "user_id", "subscription_id", "types", "since", "until", "status", "dry_run", "echo", "x"]
-            let values: [Any] = ["", "r", "u1", 0, -1.5, true, NSNull(), [], ["token.rotated"], ["a": 1], "2026-11-01T00:00:00Z",
-                                 "dead", String(repeating: "é", count: 70), "\u{0}"]
             for _ in 0..<2000 {
                 var object: [String: Any] = [:]
                 for name in names where Bool.random(using: &generator) {
                     object[name] = values.randomElement(using: &generator)!
                 }
                 do {
-                    let request = try BulkReplayRequest.parse(Self.json(object))
-                    #expect(SupportReason.problem(request.reason) == nil)
+                    try parse(json(object))
                 } catch let error as EventParseError {
                     if case .invalidFields(let problems) = error { #expect(!problems.isEmpty) }
                 } catch {

@@ -58,22 +58,15 @@ import TestSupport
             #expect(try await store.advanceReplays(limit: 2) == nil, "no replay has work left")
 
             // Claimed one at a time per user, in sequence order, a5 after the recovered a2 and a3.
-            var received: [String: [Int64]] = [:]
-            while case let tasks = try await store.claimAllDeliveries(), !tasks.isEmpty {
+            let mine = try await store.deliverAll { tasks in
                 let mine = tasks.filter { $0.subscriptionID == recovering.id }
                 #expect(Set(mine.map(\.userID)).count == mine.count, "one delivery per user at a time")
-                for task in tasks {
-                    guard task.subscriptionID == recovering.id else {
-                        try await store.finish(task)
-                        continue
-                    }
-                    #expect(task.webhookID == WebhookID.make(eventID: task.eventID, subscriptionID: recovering.id))
-                    #expect(task.replay?.id == (task.eventID == "a5" ? nil : replay.id))
-                    received[task.userID, default: []].append(task.sequence)
-                    try await store.finish(task)
-                }
+            }.filter { $0.subscriptionID == recovering.id }
+            for task in mine {
+                #expect(task.webhookID == WebhookID.make(eventID: task.eventID, subscriptionID: recovering.id))
+                #expect(task.replay?.id == (task.eventID == "a5" ? nil : replay.id))
             }
-            #expect(received == ["a": [2, 3, 5], "b": [1]])
+            #expect(Dictionary(grouping: mine, by: \.userID).mapValues { $0.map(\.sequence) } == ["a": [2, 3, 5], "b": [1]])
             let done = try #require(try await store.replay(id: replay.id))
             #expect(done.state == .completed && done.sent == 3 && done.delivered == 3 && done.failed == 0)
 
@@ -103,14 +96,7 @@ import TestSupport
             #expect(try await store.advanceReplays(limit: 10) == 2)
             #expect(try await store.claimAllDeliveries().isEmpty, "nothing goes to a disabled subscription")
             _ = try await store.setSubscriptionEnabled(id: subscription.id, true, reason: nil)
-            var sequences: [Int64] = []
-            while case let tasks = try await store.claimAllDeliveries(), !tasks.isEmpty {
-                for task in tasks {
-                    sequences.append(task.sequence)
-                    try await store.finish(task)
-                }
-            }
-            #expect(sequences == [1, 2])
+            #expect(try await store.deliverAll().map(\.sequence) == [1, 2])
         }
     }
 

@@ -642,9 +642,7 @@ import TestSupport
             for index in 1...3 { try await store.ingest("a\(index)", user: "a") }
             for index in 1...2 { try await store.ingest("b\(index)", user: "b") }
             try await store.verifyAll()
-            while case let tasks = try await store.claimAllDeliveries(), !tasks.isEmpty {
-                for task in tasks { try await store.finish(task) }
-            }
+            try await store.deliverAll()
 
             let filter = ReplayFilter(userID: "a")
             #expect(try await store.countReplay(filter) == 3)
@@ -661,16 +659,11 @@ import TestSupport
             #expect(try await store.advanceReplays(limit: 2) == 1)
             #expect(try await store.advanceReplays(limit: 2) == nil, "no replay has work left")
 
-            var sequences: [Int64] = []
-            while case let tasks = try await store.claimAllDeliveries(), !tasks.isEmpty {
+            let delivered = try await store.deliverAll { tasks in
                 #expect(tasks.count == 1, "ordered: one of the user's replays at a time")
-                for task in tasks {
-                    #expect(task.replay?.id == replay.id)
-                    sequences.append(task.sequence)
-                    try await store.finish(task)
-                }
             }
-            #expect(sequences == [1, 2, 3])
+            #expect(delivered.allSatisfy { $0.replay?.id == replay.id })
+            #expect(delivered.map(\.sequence) == [1, 2, 3])
             let done = try #require(try await store.replay(id: replay.id))
             #expect(done.state == .completed && done.sent == 3 && done.delivered == 3 && done.failed == 0 && done.finishedAt != nil)
             #expect(try await store.auditEntries(AuditQuery(action: "replay.start")).first?.filter == filter.json)
@@ -683,9 +676,7 @@ import TestSupport
             _ = try await store.subscribe()
             for index in 1...3 { try await store.ingest("a\(index)", user: "a") }
             try await store.verifyAll()
-            while case let tasks = try await store.claimAllDeliveries(), !tasks.isEmpty {
-                for task in tasks { try await store.finish(task) }
-            }
+            try await store.deliverAll()
             let replay = try await store.startReplay(ReplayFilter(userID: "a"), actor: supportActor, reason: "r")
             #expect(try await store.advanceReplays(limit: 1) == 1)
             let cancelled = try #require(try await store.cancelReplay(id: replay.id, actor: supportActor, reason: "wrong user"))

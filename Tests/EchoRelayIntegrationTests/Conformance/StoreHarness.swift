@@ -89,6 +89,19 @@ extension DeliveryStore {
         try await claimDeliveries(owner: "conformance", limit: 100, lease: .seconds(60), perSubscriptionCap: cap, answered: answered)
     }
 
+    /// Claims and delivers until nothing is due, and returns every task in claim order;
+    /// `eachClaim` sees each claim's tasks before they are finished.
+    @discardableResult
+    func deliverAll(eachClaim: ([DeliveryTask]) -> Void = { _ in }) async throws -> [DeliveryTask] {
+        var all: [DeliveryTask] = []
+        while case let tasks = try await claimAllDeliveries(), !tasks.isEmpty {
+            eachClaim(tasks)
+            for task in tasks { try await finish(task) }
+            all += tasks
+        }
+        return all
+    }
+
     func finish(_ task: DeliveryTask, _ next: DeliveryNext = .delivered, status: Int? = 200) async throws {
         let attempt = DeliveryAttempt(startedAt: Date(), duration: .milliseconds(12), statusCode: status,
                                       errorKind: status.map { (200..<300).contains($0) ? nil : .status } ?? .timeout,
