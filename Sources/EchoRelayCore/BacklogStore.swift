@@ -1,8 +1,8 @@
 /// One reading of the backlog: the events received and not yet final for every subscription.
 public struct BacklogSample: Sendable, Equatable {
     /// Events awaiting verification plus events with at least one pending original delivery
-    /// to an enabled subscription, counted up to the cap the store was given (so a reading
-    /// never costs more than the cap, however large the backlog).
+    /// to an enabled subscription that is not down, counted up to the cap the store was given
+    /// (so a reading never costs more than the cap, however large the backlog).
     public var count: Int
     /// Verification work items created so far, across every process: a counter that only
     /// grows, so its change between two readings is what entered the backlog in between.
@@ -19,12 +19,29 @@ public protocol BacklogStore: Sendable {
     ///
     /// Replayed deliveries do not count (a replay re-sends events already final, at its
     /// own rate), nor do deliveries to disabled subscriptions, which wait for an operator
-    /// rather than for the workers: disabling a subscriber that is down frees its share.
-    func sampleBacklog(countingUpTo cap: Int) async throws -> BacklogSample
+    /// rather than for the workers, nor deliveries to a subscription that is down: one whose
+    /// every attempt has failed for `downAfter` or longer (`failing_since`). Its deliveries
+    /// wait for its retries, not for this relay's capacity, so one subscriber that is down
+    /// does not close ingest for every other; they count again from its first success.
+    func sampleBacklog(countingUpTo cap: Int, downAfter: Duration) async throws -> BacklogSample
 
     /// Brings the planner's statistics of the queue tables up to date, when `QueueStatistics`
     /// says the backlog has outgrown them. A store whose planner needs none does nothing.
     func refreshQueueStatistics() async throws
+}
+
+extension BacklogStore {
+    /// The reading `ECHORELAY_BACKLOG_LIMIT` takes.
+    public func sampleBacklog(countingUpTo cap: Int) async throws -> BacklogSample {
+        try await sampleBacklog(countingUpTo: cap, downAfter: BacklogSample.subscriberDownAfter)
+    }
+}
+
+extension BacklogSample {
+    /// How long a subscription's attempts must all have failed before its deliveries stop
+    /// counting: long enough that a few failed attempts of a subscriber that is up (a
+    /// timeout under load, one `500`) do not make its share flicker in and out.
+    public static let subscriberDownAfter = Duration.seconds(10)
 }
 
 /// When the queue tables' statistics need refreshing. PostgreSQL plans the queue's statements

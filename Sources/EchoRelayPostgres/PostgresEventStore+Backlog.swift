@@ -10,14 +10,18 @@ extension PostgresEventStore: BacklogStore {
     /// rows at a cap of 20,000, against 66 ms for the 60,000 rows the capped scan reads, and
     /// growing with the backlog). The arrivals are the work items' identity sequence: it
     /// moves for every process.
-    public func sampleBacklog(countingUpTo cap: Int) async throws -> BacklogSample {
+    public func sampleBacklog(countingUpTo cap: Int, downAfter: Duration) async throws -> BacklogSample {
+        let downSeconds = downAfter / .seconds(1)
         do {
             let rows = try await client.query("""
                 SELECT (SELECT count(*) FROM (SELECT 1 FROM work_items WHERE kind = 'verify' LIMIT \(cap)) AS verifying)
                      + (SELECT count(*) FROM (
                             SELECT DISTINCT event_id FROM deliveries
                             WHERE status = 'pending' AND replay_id IS NULL
-                              AND subscription_id IN (SELECT id FROM subscriptions WHERE enabled AND deleted_at IS NULL)
+                              AND subscription_id IN (
+                                  SELECT id FROM subscriptions
+                                  WHERE enabled AND deleted_at IS NULL
+                                    AND (failing_since IS NULL OR failing_since > now() - make_interval(secs => \(downSeconds))))
                             ORDER BY event_id LIMIT \(cap)) AS delivering),
                        coalesce(pg_sequence_last_value(pg_get_serial_sequence('work_items', 'id')), 0)
                 """, logger: logger)

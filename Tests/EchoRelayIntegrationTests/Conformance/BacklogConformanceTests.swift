@@ -52,6 +52,36 @@ import TestSupport
     }
 
     @Test(arguments: StoreKind.all)
+    func aSubscriptionThatIsDownStopsCountingAndCountsAgainFromItsFirstSuccess(kind: StoreKind) async throws {
+        try await StoreHarness.withStore(kind) { store in
+            let up = try await store.subscribe(types: [.tokenRotated])
+            let down = try await store.subscribe(types: [.tokenRotated])
+            try await store.ingest("e1", user: "a")
+            try await store.ingest("e2", user: "b")
+            try await store.verifyAll { _ in VerificationOutcome(status: .verified, reason: .providerConfirmed) }
+            let tasks = try await store.claimAllDeliveries()
+            #expect(tasks.count == 4)
+            for task in tasks where task.subscriptionID == up.id { try await store.finish(task) }
+            for task in tasks where task.subscriptionID == down.id { try await store.finish(task, .retry(after: .zero), status: 503) }
+
+            // Failing, but not for long: still counted, by the default grace too.
+            #expect(try await store.sampleBacklog(countingUpTo: 100, downAfter: .seconds(60)).count == 2)
+            #expect(try await store.sampleBacklog(countingUpTo: 100).count == 2)
+            // Failing for longer than the grace: down, and its deliveries do not count.
+            #expect(try await store.sampleBacklog(countingUpTo: 100, downAfter: .zero).count == 0)
+            // Events awaiting verification count whatever the subscribers do.
+            try await store.ingest("e3", user: "c")
+            #expect(try await store.sampleBacklog(countingUpTo: 100, downAfter: .zero).count == 1)
+
+            // One success and it is up again: what it is still owed counts (e2, and e3).
+            let retried = try await store.claimAllDeliveries()
+            #expect(Set(retried.map(\.eventID)) == ["e1", "e2"])
+            try await store.finish(try #require(retried.first { $0.eventID == "e1" }))
+            #expect(try await store.sampleBacklog(countingUpTo: 100, downAfter: .zero).count == 2)
+        }
+    }
+
+    @Test(arguments: StoreKind.all)
     func arrivalsCountEveryNewVerificationItemAndNeverGoBack(kind: StoreKind) async throws {
         try await StoreHarness.withStore(kind) { store in
             try await store.ingest("e1", user: "a")
