@@ -47,7 +47,10 @@ public struct ServerConfiguration: Sendable {
     /// `POST /v1/sets` (`ECHORELAY_SET_*`); nil: no Shared Signals transmitter, the route is off.
     public var securityEvents: SecurityEventReceiverSettings?
 
-    public static let defaultBacklogLimit = 10_000
+    /// A few seconds of drain on two cores. A larger backlog drains slower (more parked
+    /// queues behind each head, larger scans): at twice the sustained rate, completions fell to
+    /// 0.43–0.75× of it with 10,000 and held at 0.80–0.98× with 2,000 (BENCHMARKS.md, run R).
+    public static let defaultBacklogLimit = 2_000
 
     public init(
         host: String = "127.0.0.1", port: Int = 8080, databaseURL: Secret?, ingestSecrets: [Secret],

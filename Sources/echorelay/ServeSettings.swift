@@ -105,8 +105,8 @@ enum ServeSettings {
         help: "How long an event's deliveries, their attempts and its pushed payload are kept once everything about it is final; then the event keeps only its receipt (id, fingerprint, user, sequence, type, outcome and times), so a repeated push still gets its answer. 0 keeps them forever.")
     static let pruneInterval = ServeSetting("prune-interval", "ECHORELAY_PRUNE_INTERVAL", .value("1m"),
         help: "How often a worker process prunes what retention no longer keeps, in small batches.")
-    static let backlogLimit = ServeSetting("backlog-limit", "ECHORELAY_BACKLOG_LIMIT", .value("10000"),
-        help: "Events received and not yet final (awaiting verification, or a delivery to an enabled subscription) past which ingest answers 503 with Retry-After and stores nothing, until the backlog drains below it; `off` for no limit.")
+    static let backlogLimit = ServeSetting("backlog-limit", "ECHORELAY_BACKLOG_LIMIT", .value("2000"),
+        help: "Events received and not yet final (awaiting verification, or a delivery to an enabled subscription that is not down: one whose attempts have all failed for 10 s does not count) past which ingest answers 503 with Retry-After and stores nothing, until the backlog drains below it; `off` for no limit.")
     static let setIssuer = ServeSetting("set-issuer", "ECHORELAY_SET_ISSUER", .unset("none (`POST /v1/sets` is off)"),
         help: "The Shared Signals transmitter's exact issuer (iss) whose Security Event Tokens POST /v1/sets accepts; with --set-audience and --set-jwks-url, turns the endpoint on.")
     static let setAudience = ServeSetting("set-audience", "ECHORELAY_SET_AUDIENCE", .unset("none"),
