@@ -19,6 +19,9 @@ public struct HandOff: Sendable, Equatable {
 /// in the database waits here, so a process that dies with work here loses nothing.
 public final class HandOffInbox<Item: Sendable>: Sendable {
     private let waiting = Mutex<[Item]>([])
+    /// Items taken that wait elsewhere for their turn (`hold`): they still count toward the
+    /// capacity, as their leases still run.
+    private let held = Mutex(0)
     private let handOff: HandOff
     private let capacity: Int
 
@@ -31,7 +34,18 @@ public final class HandOffInbox<Item: Sendable>: Sendable {
 
     /// The hand-off a write of `count` items asks for now, or nil while there is no room.
     public func request(count: Int = 1) -> HandOff? {
-        waiting.withLock { $0.count } + count <= capacity ? handOff : nil
+        waiting.withLock { $0.count } + held.withLock { $0 } + count <= capacity ? handOff : nil
+    }
+
+    /// `count` items taken from here wait elsewhere before they start: they count toward the
+    /// capacity until `release`d.
+    public func hold(_ count: Int) {
+        held.withLock { $0 += count }
+    }
+
+    /// `count` held items started (or were dropped).
+    public func release(_ count: Int) {
+        held.withLock { $0 = max($0 - count, 0) }
     }
 
     public var isEmpty: Bool { waiting.withLock { $0.isEmpty } }
@@ -48,12 +62,6 @@ public final class HandOffInbox<Item: Sendable>: Sendable {
             waiting.removeFirst(taken.count)
             return taken
         }
-    }
-
-    /// Puts back items taken but not started, to go first next time.
-    public func putBack(_ items: [Item]) {
-        guard !items.isEmpty else { return }
-        waiting.withLock { $0.insert(contentsOf: items, at: 0) }
     }
 }
 

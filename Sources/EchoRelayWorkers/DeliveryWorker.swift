@@ -57,6 +57,11 @@ public struct DeliveryWorker: Service, CustomStringConvertible {
     /// Webhooks in flight per subscription in this process: the cap for handed-off deliveries
     /// (a claim counts the leases in the database).
     let inFlight = SubscriptionLoad()
+    /// Handed-off deliveries of subscriptions at their cap, waiting for one of their webhooks
+    /// to end. Kept apart from the inbox so that they do not stand in front of every other
+    /// subscription's: one slow subscriber held them all up while its own went back to the
+    /// inbox's front.
+    let waitingForSlot = SlotQueue()
     /// Deliveries whose webhook has been answered and whose attempt is being recorded: they
     /// keep their lease until the record commits (and a sibling's linger), but no longer a
     /// slot of their subscription's cap, so a claim does not count them.
@@ -115,16 +120,25 @@ public struct DeliveryWorker: Service, CustomStringConvertible {
     static let inboxPerSlot = 4
 
     /// What to send next: the deliveries handed off to this process first — those of a
-    /// subscription at its cap wait in the inbox for one of its deliveries to end — then a
-    /// claim for the rest of the free slots, when a wake asked for one (work made due that
-    /// nobody was handed, another process's notice), or the last claim came back full, or a
-    /// poll interval has passed.
+    /// subscription at its cap wait for one of its deliveries to end (`waitingForSlot`), and
+    /// the others go past them — then a claim for the rest of the free slots, when a wake
+    /// asked for one (work made due that nobody was handed, another process's notice), or the
+    /// last claim came back full, or a poll interval has passed.
     /// Deliveries of one event go out as a group whose attempts are written together.
     func nextDeliveries(upTo free: Int) async throws -> [Outgoing] {
         let asked = wake.takeClaimRequest()
-        let loaded = try await store.leasedDeliveries(ids: handOffs.take(upTo: free), owner: owner)
-        let (handed, waiting) = inFlight.admit(loaded, cap: configuration.perSubscriptionConcurrency)
-        handOffs.putBack(waiting.map(\.deliveryID))
+        let cap = configuration.perSubscriptionConcurrency
+        let slotted = waitingForSlot.take(upTo: free) { inFlight.room(for: $0, cap: cap) }
+        handOffs.release(slotted.count)
+        let ids = slotted + handOffs.take(upTo: free - slotted.count)
+        // Loaded again, not kept from before: only leases still this process's come back.
+        let loaded = try await store.leasedDeliveries(ids: ids, owner: owner)
+        // Those that waited for a slot first: the room was counted for them.
+        let waited = Set(slotted)
+        let (handed, overCap) = inFlight.admit(loaded.filter { waited.contains($0.deliveryID) }
+                                                 + loaded.filter { !waited.contains($0.deliveryID) }, cap: cap)
+        waitingForSlot.add(overCap)
+        handOffs.hold(overCap.count)
         let tasks = try await claims.after(handed, free: free, every: configuration.pollInterval, asked: asked) { room in
             let claimed = try await store.claimDeliveries(owner: owner, limit: room, lease: configuration.lease,
                                                           perSubscriptionCap: configuration.perSubscriptionConcurrency,
@@ -262,7 +276,7 @@ public struct DeliveryWorker: Service, CustomStringConvertible {
         // since the last claim (a 13,500-event backlog took 27 s to drain instead of 7.6: the
         // process's count of a subscription's webhooks lags the database's).
         if written.madeWorkDue { return .forClaim }
-        return handOffs.isEmpty ? .nothing : .inInbox
+        return handOffs.isEmpty && waitingForSlot.isEmpty ? .nothing : .inInbox
     }
 
     /// What a log line about `task` carries. Built only for a line that is written: setting
@@ -280,41 +294,6 @@ public struct DeliveryWorker: Service, CustomStringConvertible {
             try? signingKeys.value(for: secret) { () throws(WebhookSecretError) in try WebhookSecret(secret.revealed) }
         }
         return WebhookClient.signedHeaders(webhookID: task.webhookID, body: body, secrets: secrets)
-    }
-}
-
-/// Webhooks in flight per subscription, so that handed-off deliveries keep the cap a claim
-/// keeps in the database.
-final class SubscriptionLoad: Sendable {
-    private let counts = Mutex<[String: Int]>([:])
-
-    /// Counts in those `tasks` that keep their subscription within `cap`, and returns the rest.
-    func admit(_ tasks: [DeliveryTask], cap: Int) -> (admitted: [DeliveryTask], waiting: [DeliveryTask]) {
-        counts.withLock { counts in
-            var admitted: [DeliveryTask] = [], waiting: [DeliveryTask] = []
-            for task in tasks {
-                if counts[task.subscriptionID, default: 0] < cap {
-                    counts[task.subscriptionID, default: 0] += 1
-                    admitted.append(task)
-                } else {
-                    waiting.append(task)
-                }
-            }
-            return (admitted, waiting)
-        }
-    }
-
-    func started(_ tasks: [DeliveryTask]) {
-        counts.withLock { counts in
-            for task in tasks { counts[task.subscriptionID, default: 0] += 1 }
-        }
-    }
-
-    func finished(_ subscriptionID: String) {
-        counts.withLock { counts in
-            let left = counts[subscriptionID, default: 1] - 1
-            counts[subscriptionID] = left > 0 ? left : nil
-        }
     }
 }
 
