@@ -10,10 +10,12 @@ import TestSupport
     @Test func aStepThatNeverFinishesFailsNamingItselfWithoutWaitingForIt() async throws {
         let started = ContinuousClock.now
         let error = await #expect(throws: TestSetupError.self) {
-            // Ignores cancellation for 20 s, as the hung steps this guards against did.
+            // Ignores cancellation for 20 s, as the hung steps this guards against did: it
+            // waits for a task of its own, which its cancellation does not reach. (A loop of
+            // `try? await Task.sleep` spun once cancelled, the sleep returning at once, and
+            // held a thread of the concurrency pool for 20 s, stalling tests beside it.)
             try await within(.milliseconds(200), "the stuck step") { () async throws -> Int in
-                let end = ContinuousClock.now + .seconds(20)
-                while ContinuousClock.now < end { try? await Task.sleep(for: .milliseconds(50)) }
+                await Task.detached { try? await Task.sleep(for: .seconds(20)) }.value
                 return 1
             }
         }
