@@ -17,56 +17,44 @@ import Testing
     @Test func aSlowSubscriberAtItsCapDoesNotHoldUpAnotherSubscribersHandOffs() async throws {
         let events = 8
         let subscriber = SlowAndFast()
-        try await TestDatabase.withFresh { database in
-            try await database.withClient { client in
-                _ = try await Migrator(client: client, logger: TestLogger.quiet).migrate()
-                let store = PostgresEventStore(client: client, logger: TestLogger.quiet)
-                try await LoopbackServer.run(subscriber.router()) { port in
-                    for path in ["slow", "fast"] {
-                        _ = try await store.createSubscription(
-                            SubscriptionFields(url: "http://127.0.0.1:\(port)/hooks/\(path)", eventTypes: EventType.allCases, ordered: false),
-                            ownerTokenID: nil, secret: WebhookSecret.generate())
-                    }
-                    var configuration = DeliveryWorkerConfiguration()
-                    configuration.allowPrivateSubscribers = true
-                    configuration.concurrency = 4
-                    configuration.perSubscriptionConcurrency = 2
-                    let inbox = DeliveryWorker.inbox(owner: "worker", configuration: configuration)
-                    let wake = WakeSignal()
-
-                    // Every event's two deliveries handed off to the worker as verification writes them.
-                    for index in 0..<events { try await store.ingest("e\(index)", user: "u\(index)") }
-                    for task in try await store.claimVerifications(owner: "verifier", limit: events, lease: .seconds(60)) {
-                        let handOff = try #require(inbox.request(count: 2), "room in the inbox for both")
-                        let written = try await store.finishVerification(
-                            task, owner: "verifier", outcome: VerificationOutcome(status: .verified, reason: .providerConfirmed), handOff: handOff)
-                        #expect(written.handedOff.count == 2)
-                        inbox.add(written.handedOff)
-                    }
-
-                    let worker = Task {
-                        try await DeliveryWorker(store: store, wake: wake, configuration: configuration, owner: "worker",
-                                                 handOffs: inbox, logger: TestLogger.quiet).run()
-                    }
-                    defer { worker.cancel() }
-                    wake.wake(claim: false)
-
-                    try await waitUntil(within: .seconds(10), "every fast delivery") { subscriber.fastAnswered == events }
-                    #expect(subscriber.slowHeld == 2, "the slow subscriber has its cap in flight, and no more")
-                    #expect(subscriber.slowAnswered == 0)
-
-                    subscriber.releaseSlow()
-                    try await waitUntil(within: .seconds(20), "every slow delivery") { subscriber.slowAnswered == events }
+        try await HandOffTests.withStore { store, _ in
+            try await LoopbackServer.run(subscriber.router()) { port in
+                for path in ["slow", "fast"] {
+                    _ = try await store.createSubscription(
+                        SubscriptionFields(url: "http://127.0.0.1:\(port)/hooks/\(path)", eventTypes: EventType.allCases, ordered: false),
+                        ownerTokenID: nil, secret: WebhookSecret.generate())
                 }
-            }
-        }
-    }
+                var configuration = DeliveryWorkerConfiguration()
+                configuration.allowPrivateSubscribers = true
+                configuration.concurrency = 4
+                configuration.perSubscriptionConcurrency = 2
+                let inbox = DeliveryWorker.inbox(owner: "worker", configuration: configuration)
+                let wake = WakeSignal()
 
-    private func waitUntil(within limit: Duration, _ what: String, _ done: () -> Bool) async throws {
-        let deadline = ContinuousClock.now + limit
-        while !done() {
-            guard ContinuousClock.now < deadline else { throw StandInError("\(what) did not arrive within \(limit)") }
-            try await Task.sleep(for: .milliseconds(20))
+                // Every event's two deliveries handed off to the worker as verification writes them.
+                for index in 0..<events { try await store.ingest("e\(index)", user: "u\(index)") }
+                for task in try await store.claimVerifications(owner: "verifier", limit: events, lease: .seconds(60)) {
+                    let handOff = try #require(inbox.request(count: 2), "room in the inbox for both")
+                    let written = try await store.finishVerification(
+                        task, owner: "verifier", outcome: VerificationOutcome(status: .verified, reason: .providerConfirmed), handOff: handOff)
+                    #expect(written.handedOff.count == 2)
+                    inbox.add(written.handedOff)
+                }
+
+                let worker = Task {
+                    try await DeliveryWorker(store: store, wake: wake, configuration: configuration, owner: "worker",
+                                             handOffs: inbox, logger: TestLogger.quiet).run()
+                }
+                defer { worker.cancel() }
+                wake.wake(claim: false)
+
+                try await waitUntil(within: .seconds(10), "every fast delivery (\(subscriber.fastAnswered) of \(events) so far, \(subscriber.slowHeld) slow held)") { subscriber.fastAnswered == events }
+                #expect(subscriber.slowHeld == 2, "the slow subscriber has its cap in flight, and no more")
+                #expect(subscriber.slowAnswered == 0)
+
+                subscriber.releaseSlow()
+                try await waitUntil(within: .seconds(20), "every slow delivery") { subscriber.slowAnswered == events }
+            }
         }
     }
 }

@@ -17,30 +17,26 @@ import Testing
         let cap = 12
         let perSubscription = 24
         let peak = PeakCount()
-        try await TestDatabase.withFresh { database in
-            try await database.withClient { client in
-                _ = try await Migrator(client: client, logger: TestLogger.quiet).migrate()
-                let store = PostgresEventStore(client: client, logger: TestLogger.quiet)
-                try await LoopbackServer.run(Self.holding(.post, until: 2 * cap, counting: peak)) { port in
-                    for path in ["a", "b"] {
-                        _ = try await store.createSubscription(
-                            SubscriptionFields(url: "http://127.0.0.1:\(port)/hooks/\(path)", eventTypes: EventType.allCases, ordered: false),
-                            ownerTokenID: nil, secret: WebhookSecret.generate())
-                    }
-                    for index in 0..<perSubscription { try await store.ingest("e\(index)", user: "u\(index)") }
-                    try await store.verifyAll()
-                    var configuration = DeliveryWorkerConfiguration()
-                    configuration.allowPrivateSubscribers = true
-                    configuration.perSubscriptionConcurrency = cap
-                    let worker = Task {
-                        try await DeliveryWorker(store: store, wake: WakeSignal(), configuration: configuration, owner: "worker",
-                                                 logger: TestLogger.quiet).run()
-                    }
-                    defer { worker.cancel() }
-                    try await waitUntil(within: .seconds(30)) { peak.finished == 2 * perSubscription }
-                    // Both caps together; 8 is what one host got before.
-                    #expect(peak.highest == 2 * cap, "both caps in flight at once to the one host, and no more: \(peak.highest)")
+        try await HandOffTests.withStore { store, _ in
+            try await LoopbackServer.run(Self.holding(.post, until: 2 * cap, counting: peak)) { port in
+                for path in ["a", "b"] {
+                    _ = try await store.createSubscription(
+                        SubscriptionFields(url: "http://127.0.0.1:\(port)/hooks/\(path)", eventTypes: EventType.allCases, ordered: false),
+                        ownerTokenID: nil, secret: WebhookSecret.generate())
                 }
+                for index in 0..<perSubscription { try await store.ingest("e\(index)", user: "u\(index)") }
+                try await store.verifyAll()
+                var configuration = DeliveryWorkerConfiguration()
+                configuration.allowPrivateSubscribers = true
+                configuration.perSubscriptionConcurrency = cap
+                let worker = Task {
+                    try await DeliveryWorker(store: store, wake: WakeSignal(), configuration: configuration, owner: "worker",
+                                             logger: TestLogger.quiet).run()
+                }
+                defer { worker.cancel() }
+                try await waitUntil(within: .seconds(30), "every webhook") { peak.finished == 2 * perSubscription }
+                // Both caps together; 8 is what one host got before.
+                #expect(peak.highest == 2 * cap, "both caps in flight at once to the one host, and no more: \(peak.highest)")
             }
         }
     }
@@ -79,14 +75,6 @@ import Testing
             return Response(status: method == .get ? .ok : .noContent, body: .init(byteBuffer: ByteBuffer(string: method == .get ? "{}" : "")))
         }
         return router
-    }
-
-    private func waitUntil(within limit: Duration, _ done: () -> Bool) async throws {
-        let deadline = ContinuousClock.now + limit
-        while !done() {
-            guard ContinuousClock.now < deadline else { throw StandInError("the webhooks did not all arrive within \(limit)") }
-            try await Task.sleep(for: .milliseconds(20))
-        }
     }
 }
 

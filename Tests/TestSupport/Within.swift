@@ -13,3 +13,14 @@ public func within<Value: Sendable>(
         throw TestSetupError("\(step) did not finish within \(limit)")
     }
 }
+
+/// Returns once `done()` is true, checking every 20 ms; a `TestSetupError` naming `what` once
+/// `limit` has passed.
+/// `what` is read when it fails, so it may say how far things got.
+public func waitUntil(within limit: Duration, _ what: @autoclosure () -> String, _ done: () -> Bool) async throws {
+    let deadline = ContinuousClock.now + limit
+    while !done() {
+        guard ContinuousClock.now < deadline else { throw TestSetupError("\(what()) did not happen within \(limit)") }
+        try await Task.sleep(for: .milliseconds(20))
+    }
+}
