@@ -56,7 +56,6 @@ final class SlotQueue: Sendable {
     private let state = Mutex(Waiting())
 
     var isEmpty: Bool { state.withLock { $0.count == 0 } }
-    var count: Int { state.withLock { $0.count } }
 
     func add(_ tasks: [DeliveryTask]) {
         guard !tasks.isEmpty else { return }
