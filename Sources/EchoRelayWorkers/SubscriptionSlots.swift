@@ -50,12 +50,12 @@ final class SlotQueue: Sendable {
         /// Subscriptions in the order they first had a delivery waiting, so that none is
         /// passed over for good when slots are few.
         var order: [String] = []
-        var count = 0
     }
 
     private let state = Mutex(Waiting())
 
-    var isEmpty: Bool { state.withLock { $0.count == 0 } }
+    /// A subscription's list is removed once empty, so no ids means nothing waits.
+    var isEmpty: Bool { state.withLock { $0.ids.isEmpty } }
 
     func add(_ tasks: [DeliveryTask]) {
         guard !tasks.isEmpty else { return }
@@ -63,7 +63,6 @@ final class SlotQueue: Sendable {
             for task in tasks {
                 if state.ids[task.subscriptionID] == nil { state.order.append(task.subscriptionID) }
                 state.ids[task.subscriptionID, default: []].append(task.deliveryID)
-                state.count += 1
             }
         }
     }
@@ -81,7 +80,6 @@ final class SlotQueue: Sendable {
                 if state.ids[subscription]!.isEmpty { state.ids[subscription] = nil }
             }
             state.order.removeAll { state.ids[$0] == nil }
-            state.count -= taken.count
             return taken
         }
     }
