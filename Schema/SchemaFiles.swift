@@ -24,6 +24,7 @@ public enum SchemaFiles {
         File(version: 12, name: "012_subscription_deliveries.sql", sql: text(PackageResources._12_subscription_deliveries_sql)),
         File(version: 13, name: "013_recover.sql", sql: text(PackageResources._13_recover_sql)),
         File(version: 14, name: "014_retention.sql", sql: text(PackageResources._14_retention_sql)),
+        File(version: 15, name: "015_no_parent_locks.sql", sql: text(PackageResources._15_no_parent_locks_sql)),
     ]
 
     /// SQLite migrations for the embedded store, in the order they apply. Their names carry

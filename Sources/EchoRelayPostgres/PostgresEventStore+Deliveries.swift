@@ -363,9 +363,9 @@ struct RecordAttemptsStatement: PostgresPreparedStatement {
                OR (m.failed_before_success AND s.enabled
                    AND s.failing_since < now() - make_interval(secs => m.overdue))
             ORDER BY s.id
-            -- NO KEY: a plain FOR UPDATE would conflict with the key-share locks that
-            -- fanning out new deliveries takes on their subscription (the foreign key), and
-            -- an outcome batch fanning out to two subscriptions in the other order deadlocked.
+            -- NO KEY: the weakest lock that orders these writes; a plain FOR UPDATE would
+            -- also wait for the key-share locks that rows referring to a subscription take
+            -- (until 015, every new delivery's; an outcome batch then deadlocked with it).
             FOR NO KEY UPDATE OF s
         ), subscription AS (
             UPDATE subscriptions s

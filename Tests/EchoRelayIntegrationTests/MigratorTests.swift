@@ -55,6 +55,36 @@ import TestSupport
         }
     }
 
+    /// 015_no_parent_locks.sql drops the foreign keys into events and subscriptions (each new
+    /// work item and delivery locked its parent's row); what they guaranteed, that no parent
+    /// goes while rows point at it, holds because deleting either table's rows is refused.
+    @Test func eventsAndSubscriptionsRefuseDeletesNowThatNoForeignKeyGuardsThem() async throws {
+        try await TestDatabase.withFresh { database in
+            try await database.withClient { client async throws in
+                try await Migrator(client: client, logger: TestLogger.quiet).migrate()
+                try await client.query("""
+                    INSERT INTO events (id, user_id, sequence, type, occurred_at, received_at, fingerprint)
+                    VALUES ('evt_kept', 'user-1', 1, 'token.rotated', now(), now(), '\\x00'::bytea)
+                    """)
+                var keys: [String] = []
+                for try await name in try await client.query("""
+                    SELECT conname::text FROM pg_constraint
+                    WHERE contype = 'f' AND confrelid IN ('events'::regclass, 'subscriptions'::regclass)
+                      AND conrelid IN ('work_items'::regclass, 'deliveries'::regclass)
+                    """).decode(String.self) { keys.append(name) }
+                #expect(keys == [], "no foreign key of the hot path's rows locks their parent")
+                for statement in ["DELETE FROM events", "TRUNCATE events CASCADE", "DELETE FROM subscriptions WHERE id = 'none'"] {
+                    let error = await #expect(throws: PSQLError.self, "\(statement)") {
+                        try await client.query(PostgresQuery(unsafeSQL: statement))
+                    }
+                    #expect(error?.serverInfo?[.sqlState] == "23001", "\(statement): restrict_violation")
+                    #expect(error?.serverInfo?[.message]?.contains("never deleted") == true)
+                }
+                #expect(try await client.count("events") == 1)
+            }
+        }
+    }
+
     @Test func refusesADatabaseWhereAnAppliedMigrationWasEdited() async throws {
         try await TestDatabase.withFresh { database in
             try await database.withClient { client async throws in
