@@ -33,7 +33,7 @@
 # Profiling (not part of the figures): E2E_RATES="900 1200" runs exactly those steps (no
 # search, no overload unless E2E_OVERLOAD_RATE is set); E2E_SKIP="lone latency ceiling" leaves
 # those out ("steps" leaves out the steps and the overload: E2E_SKIP="lone latency steps" is the
-# bound alone, in about three minutes); E2E_PERF=1 records serve with `perf record -g` during every step (e2e/perf-<code>.data,
+# bound alone, in about three minutes); E2E_PERF=1 records serve with `perf record -g -F 499` (or E2E_PERF_OPTIONS, for example "--call-graph dwarf -F 99") during every step (e2e/perf-<code>.data,
 # read with `perf report -i`).
 # Every step starts vacuumed, analysed and checkpointed (prepare_point), lasts E2E_SECONDS
 # (default: the bench's SECONDS, at least 10) and drains (up to E2E_DRAIN_LIMIT s, 600) before
@@ -255,7 +255,7 @@ e2e_step() {  # KIND RATE SECONDS CODE CONNECTIONS: an open-loop step, drained; 
     embedded || sql "$E2E_DB" -c "SELECT pg_stat_statements_reset()" >/dev/null
     local pace_line wait_line perf_pid=""
     if [[ "$E2E_PERF" == 1 ]]; then
-        perf record -g -F 499 -o "$OUT/e2e/perf-$code.data" -p "${SERVE_PID[e2e]}" >/dev/null 2>&1 &
+        perf record ${E2E_PERF_OPTIONS:--g -F 499} -o "$OUT/e2e/perf-$code.data" -p "${SERVE_PID[e2e]}" >/dev/null 2>&1 &
         perf_pid=$!
     fi
     pace_line="$(taskset -c "$CLIENT_CPU" python3 Benchmarks/e2e/pace.py "http://127.0.0.1:${SERVE_PORT[e2e]}" "$file" "$pace" \
