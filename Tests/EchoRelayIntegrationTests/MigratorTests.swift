@@ -46,10 +46,7 @@ import TestSupport
         try await TestDatabase.withFresh { database in
             try await database.withClient { client async throws in
                 try await Migrator(client: client, logger: TestLogger.quiet).migrate()
-                try await client.query("""
-                    INSERT INTO events (id, user_id, sequence, type, occurred_at, received_at, fingerprint)
-                    VALUES ('evt_new_type', 'user-1', 1, 'email.changed', now(), now(), '\\x00'::bytea)
-                    """)
+                try await insertEvent("evt_new_type", type: "email.changed", client)
                 #expect(try await client.count("events") == 1)
             }
         }
@@ -62,10 +59,7 @@ import TestSupport
         try await TestDatabase.withFresh { database in
             try await database.withClient { client async throws in
                 try await Migrator(client: client, logger: TestLogger.quiet).migrate()
-                try await client.query("""
-                    INSERT INTO events (id, user_id, sequence, type, occurred_at, received_at, fingerprint)
-                    VALUES ('evt_kept', 'user-1', 1, 'token.rotated', now(), now(), '\\x00'::bytea)
-                    """)
+                try await insertEvent("evt_kept", type: "token.rotated", client)
                 var keys: [String] = []
                 for try await name in try await client.query("""
                     SELECT conname::text FROM pg_constraint
@@ -156,6 +150,14 @@ import TestSupport
             #expect(file.version == Int(file.name.prefix(3)))
             #expect(file.sql == (try String(contentsOf: folder.appendingPathComponent(file.name), encoding: .utf8)))
         }
+    }
+
+    /// An event row as ingest stores one, written by hand.
+    private func insertEvent(_ id: String, type: String, _ client: PostgresClient) async throws {
+        try await client.query("""
+            INSERT INTO events (id, user_id, sequence, type, occurred_at, received_at, fingerprint)
+            VALUES (\(id), 'user-1', 1, \(type), now(), now(), '\\x00'::bytea)
+            """)
     }
 
     private func tableExists(_ name: String, _ client: PostgresClient) async throws -> Bool {
