@@ -13,7 +13,7 @@
 WITH busy AS (
     SELECT subscription_id, count(*) AS n FROM deliveries
     WHERE status = 'pending' AND lease_owner IS NOT NULL AND lease_expires_at > now()
-      AND id <> ALL (:answered::int8[])
+      AND id NOT IN (SELECT unnest(:answered::int8[]))
     GROUP BY subscription_id
 ), open AS (
     SELECT s.id, s.ordered, s.event_types, :cap - coalesce(b.n, 0) AS room
@@ -102,12 +102,13 @@ WITH input AS (
     FROM kept ORDER BY position
 ), unparked AS (
     -- A delivery final now lets the next one of its queue go, if it was parked
-    -- behind it (the claim parks it again if something else still blocks it).
+    -- behind it (the claim parks it again if something else still blocks it),
+    -- due from when it was made: it is older than what was written since.
     -- With a hand-off it is leased at once, unless an earlier event of the user
     -- still awaits verification: that one the claim decides.
     UPDATE deliveries d
     SET parked_at = NULL,
-        due_at = now() + make_interval(secs => coalesce(h.lease, 0)),
+        due_at = CASE WHEN h.owner IS NULL THEN least(d.created_at, now()) ELSE now() + make_interval(secs => h.lease) END,
         lease_owner = h.owner,
         lease_expires_at = now() + make_interval(secs => h.lease),
         attempts = d.attempts + CASE WHEN h.owner IS NOT NULL THEN 1 ELSE 0 END
@@ -187,15 +188,17 @@ WITH input AS (
     -- the next claim take them. (A leased delivery's due_at is its lease's end.) Only
     -- where the leases left once these are final (webhooks in flight, hand-offs waiting
     -- in an inbox) are under the cap: else a claim finds no room, as most did under a
-    -- backlog, when every record asked for one.
+    -- backlog, when every record asked for one. Counted up to the cap only: thousands of
+    -- hand-offs may wait under a backlog, and counting them all doubled this statement's time.
     SELECT 1 FROM (SELECT subscription_id, max(cap) AS cap FROM kept GROUP BY subscription_id) k
     WHERE EXISTS (SELECT 1 FROM deliveries p
                   WHERE p.subscription_id = k.subscription_id AND p.status = 'pending'
                     AND p.parked_at IS NULL AND p.due_at <= now())
-      AND (SELECT count(*) FROM deliveries b
-           WHERE b.subscription_id = k.subscription_id AND b.status = 'pending'
-             AND b.lease_owner IS NOT NULL AND b.lease_expires_at > now()
-             AND b.id <> ALL (ARRAY(SELECT delivery_id FROM kept))) < k.cap
+      AND (SELECT count(*) FROM (SELECT FROM deliveries b
+                                   WHERE b.subscription_id = k.subscription_id AND b.status = 'pending'
+                                     AND b.lease_owner IS NOT NULL AND b.lease_expires_at > now()
+                                     AND b.id <> ALL (ARRAY(SELECT delivery_id FROM kept))
+                                   LIMIT k.cap) leases) < k.cap
     LIMIT 1
 )
 SELECT u.position, ARRAY(SELECT n.id FROM unparked n WHERE n.position = u.position AND n.lease_owner IS NOT NULL),

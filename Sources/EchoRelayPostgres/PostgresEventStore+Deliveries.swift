@@ -112,7 +112,7 @@ extension PostgresEventStore: DeliveryStore {
     public func unparkStrandedDeliveries(parkedSince: Date?) async throws -> Int {
         do {
             let rows = try await client.query("""
-                UPDATE deliveries d SET parked_at = NULL, due_at = now()
+                UPDATE deliveries d SET parked_at = NULL, due_at = least(d.created_at, now())
                 FROM (SELECT p.id FROM deliveries p JOIN subscriptions s ON s.id = p.subscription_id
                       WHERE p.status = 'pending' AND p.parked_at IS NOT NULL
                         AND p.parked_at >= coalesce(\(parkedSince)::timestamptz, '-infinity')
@@ -133,12 +133,13 @@ extension PostgresEventStore: DeliveryStore {
         }
     }
 
-    public func releaseDelivery(_ task: DeliveryTask, owner: String) async throws {
+    public func releaseDeliveries(ids: [Int64], owner: String) async throws {
+        guard !ids.isEmpty else { return }
         do {
             try await client.query("""
                 UPDATE deliveries
                 SET due_at = now(), lease_owner = NULL, lease_expires_at = NULL, attempts = greatest(attempts - 1, 0)
-                WHERE id = \(task.deliveryID) AND lease_owner = \(owner) AND status = 'pending'
+                WHERE id = ANY (\(ids)) AND lease_owner = \(owner) AND status = 'pending'
                 """, logger: logger)
         } catch {
             throw StoreError.wrap(error)
@@ -308,12 +309,13 @@ struct RecordAttemptsStatement: PostgresPreparedStatement {
             FROM kept ORDER BY position
         ), unparked AS (
             -- A delivery final now lets the next one of its queue go, if it was parked
-            -- behind it (the claim parks it again if something else still blocks it).
+            -- behind it (the claim parks it again if something else still blocks it),
+            -- due from when it was made: it is older than what was written since.
             -- With a hand-off it is leased at once, unless an earlier event of the user
             -- still awaits verification: that one the claim decides.
             UPDATE deliveries d
             SET parked_at = NULL,
-                due_at = now() + make_interval(secs => coalesce(h.lease, 0)),
+                due_at = CASE WHEN h.owner IS NULL THEN least(d.created_at, now()) ELSE now() + make_interval(secs => h.lease) END,
                 lease_owner = h.owner,
                 lease_expires_at = now() + make_interval(secs => h.lease),
                 attempts = d.attempts + CASE WHEN h.owner IS NOT NULL THEN 1 ELSE 0 END
@@ -393,15 +395,17 @@ struct RecordAttemptsStatement: PostgresPreparedStatement {
             -- the next claim take them. (A leased delivery's due_at is its lease's end.) Only
             -- where the leases left once these are final (webhooks in flight, hand-offs waiting
             -- in an inbox) are under the cap: else a claim finds no room, as most did under a
-            -- backlog, when every record asked for one.
+            -- backlog, when every record asked for one. Counted up to the cap only: thousands of
+            -- hand-offs may wait under a backlog, and counting them all doubled this statement's time.
             SELECT 1 FROM (SELECT subscription_id, max(cap) AS cap FROM kept GROUP BY subscription_id) k
             WHERE EXISTS (SELECT 1 FROM deliveries p
                           WHERE p.subscription_id = k.subscription_id AND p.status = 'pending'
                             AND p.parked_at IS NULL AND p.due_at <= now())
-              AND (SELECT count(*) FROM deliveries b
-                   WHERE b.subscription_id = k.subscription_id AND b.status = 'pending'
-                     AND b.lease_owner IS NOT NULL AND b.lease_expires_at > now()
-                     AND b.id <> ALL (ARRAY(SELECT delivery_id FROM kept))) < k.cap
+              AND (SELECT count(*) FROM (SELECT FROM deliveries b
+                                           WHERE b.subscription_id = k.subscription_id AND b.status = 'pending'
+                                             AND b.lease_owner IS NOT NULL AND b.lease_expires_at > now()
+                                             AND b.id <> ALL (ARRAY(SELECT delivery_id FROM kept))
+                                           LIMIT k.cap) leases) < k.cap
             LIMIT 1
         )
         SELECT u.position, ARRAY(SELECT n.id FROM unparked n WHERE n.position = u.position AND n.lease_owner IS NOT NULL),

@@ -294,8 +294,9 @@ struct FinishRoundStatement: PostgresPreparedStatement {
             WHERE $2::text IS NOT NULL
         ), unparked AS (
             -- These events are final now: each queue of their users whose head was parked
-            -- behind one of them may go on (the claim parks it again if it is still blocked).
-            UPDATE deliveries d SET parked_at = NULL, due_at = now()
+            -- behind one of them may go on (the claim parks it again if it is still blocked),
+            -- due from when it was made, so that the claim takes it before what came after.
+            UPDATE deliveries d SET parked_at = NULL, due_at = least(d.created_at, now())
             FROM (SELECT DISTINCT user_id FROM finished) u
             CROSS JOIN LATERAL (
                 SELECT h.id FROM subscriptions s CROSS JOIN LATERAL (

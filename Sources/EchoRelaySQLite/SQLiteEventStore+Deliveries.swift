@@ -215,13 +215,14 @@ extension SQLiteEventStore {
         return true
     }
 
-    public func releaseDelivery(_ task: DeliveryTask, owner: String) async throws {
+    public func releaseDeliveries(ids: [Int64], owner: String) async throws {
+        guard !ids.isEmpty else { return }
         try await session.read { db in
             try await db.run("""
                 UPDATE deliveries
                 SET due_at = ?1, lease_owner = NULL, lease_expires_at = NULL, attempts = max(attempts - 1, 0)
-                WHERE id = ?2 AND lease_owner = ?3 AND status = 'pending'
-                """, [db.now, task.deliveryID, owner])
+                WHERE id IN (SELECT value FROM json_each(?2)) AND lease_owner = ?3 AND status = 'pending'
+                """, [db.now, JSONText(.array(ids.map(JSONValue.integer))), owner])
         }
     }
 

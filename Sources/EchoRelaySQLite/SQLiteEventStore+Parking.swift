@@ -29,10 +29,13 @@ extension SQLiteEventStore {
     }
 
     /// Unparks the first parked delivery of the user's queues (one subscription's, or every
-    /// one's) when nothing blocks it any more: after one of them became final.
+    /// one's) when nothing blocks it any more: after one of them became final. It is due from
+    /// when it was made, not from now: a user's queue moves one delivery at a time, and due
+    /// from its unpark each went to the back of a backlog, so a user with several events
+    /// waited for the whole backlog once an event.
     static func unparkHeads(userID: String, subscriptionID: String?, db: SQLiteDB) async throws {
         try await db.run("""
-            UPDATE deliveries SET parked_at = NULL, due_at = ?1
+            UPDATE deliveries SET parked_at = NULL, due_at = min(created_at, ?1)
             WHERE id IN (
                 SELECT d.id FROM subscriptions s
                 JOIN deliveries d ON d.id = (SELECT p.id FROM deliveries p
@@ -46,7 +49,7 @@ extension SQLiteEventStore {
     public func unparkStrandedDeliveries(parkedSince: Date?) async throws -> Int {
         try await session.write { db in
             try await db.rows("""
-                UPDATE deliveries SET parked_at = NULL, due_at = ?1
+                UPDATE deliveries SET parked_at = NULL, due_at = min(created_at, ?1)
                 WHERE id IN (SELECT d.id FROM deliveries d JOIN subscriptions s ON s.id = d.subscription_id
                              WHERE d.status = 'pending' AND d.parked_at IS NOT NULL AND d.parked_at >= ?2
                                AND NOT \(Self.blocked))

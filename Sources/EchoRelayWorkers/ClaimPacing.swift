@@ -13,6 +13,14 @@ final class ClaimPacing: Sendable {
     }
 
     private let state = Mutex(State())
+    /// Whether any claim that found something counts as full (claims again at the next call),
+    /// not only one that filled its room: for a claim whose room is cut by a cap per
+    /// subscription, so that it rarely fills the worker's free slots however much is due.
+    private let againAfterAnyFind: Bool
+
+    init(againAfterAnyFind: Bool = false) {
+        self.againAfterAnyFind = againAfterAnyFind
+    }
 
     /// The handed-over items, then, when a claim is due and slots are left of `free`, what
     /// `claim` takes for the rest.
@@ -35,7 +43,8 @@ final class ClaimPacing: Sendable {
             state.withLock { $0.asked = true }  // the loop tries again after its back-off
             throw error
         }
-        state.withLock { $0.at = ContinuousClock.now; $0.full = claimed.count == room }
+        let full = againAfterAnyFind ? !claimed.isEmpty : claimed.count == room
+        state.withLock { $0.at = ContinuousClock.now; $0.full = full }
         return handed + claimed
     }
 }

@@ -53,7 +53,11 @@ public struct DeliveryWorker: Service, CustomStringConvertible {
     let summary = OutcomeSummary("webhooks sent", keys: ["deliveries.delivered", "deliveries.retried", "deliveries.dead"])
     /// Deliveries leased to this process as they were written, to send without a claim.
     let handOffs: DeliveryInbox
-    let claims = ClaimPacing()
+    /// A claim that found anything claims again first at the next call: its room is the
+    /// slots its subscriptions' caps leave, so it seldom fills the worker's, and what only a
+    /// claim finds would otherwise wait for the next ask or poll while hand-offs take every
+    /// slot that frees (under the overload benchmark, until the offering ended).
+    let claims = ClaimPacing(againAfterAnyFind: true)
     /// Webhooks in flight per subscription in this process: the cap for handed-off deliveries
     /// (a claim counts the leases in the database).
     let inFlight = SubscriptionLoad()
@@ -102,55 +106,92 @@ public struct DeliveryWorker: Service, CustomStringConvertible {
             wake.wake()
             ready.open()
         }
+        await releaseWaitingHandOffs()
         await client.shutdown()
     }
 
-    /// The inbox a worker with this owner and configuration hands off to.
-    public static func inbox(owner: String, configuration: DeliveryWorkerConfiguration) -> DeliveryInbox {
-        DeliveryInbox(handOff: HandOff(owner: owner, lease: configuration.lease),
-                      capacity: configuration.concurrency * inboxPerSlot)
+    /// At a stop, gives back the hand-offs that never went out, so that another process
+    /// sends them at once rather than when their leases lapse: under a backlog, thousands.
+    func releaseWaitingHandOffs() async {
+        let waiting = handOffs.take(upTo: .max).map(\.item) + waitingForSlot.take(upTo: .max) { _ in .max }.map(\.item)
+        guard !waiting.isEmpty else { return }
+        // Bounded: a database that is away must not hold the stop (the leases lapse instead).
+        switch await awaitResult(within: .seconds(5), { [store, owner] in try await store.releaseDeliveries(ids: waiting, owner: owner) }) {
+        case .success:
+            logger.info("gave back the handed-off deliveries that had not gone out", metadata: ["deliveries": "\(waiting.count)"])
+        case .failure(let error):
+            logger.warning("giving back the handed-off deliveries failed; their leases lapse instead",
+                           metadata: ["deliveries": "\(waiting.count)", "error": "\(error)"])
+        }
     }
 
-    /// How many handed-off deliveries may wait per webhook slot. With one per slot, a backlog
-    /// filled the inbox and new deliveries waited for claims (2,363 in a step instead of 43);
-    /// with four, the quick overload run completed 587–595 events a second against 500–523, its
-    /// lowest window 485–489 against 370–449 (two ABAB pairs). A delivery whose lease lapsed
-    /// while it waited here and that another process then claimed is not loaded
-    /// (`leasedDeliveries` keeps only this process's leases).
-    static let inboxPerSlot = 4
+    /// The inbox a worker with this owner and configuration hands off to. It has no limit on
+    /// how many wait: what waits too long is forgotten instead (`sendableFor`). With a limit
+    /// (four a webhook slot), a backlog filled it, and the deliveries written meanwhile were
+    /// left to claims, which find a slot only between hand-offs: under the overload benchmark
+    /// 13% of events waited 8 s or more after their verification (13 s on average), while
+    /// most took milliseconds. (One a slot was worse still: 2,363 deliveries in a step waited
+    /// for claims instead of 43.)
+    public static func inbox(owner: String, configuration: DeliveryWorkerConfiguration) -> DeliveryInbox {
+        DeliveryInbox(handOff: HandOff(owner: owner, lease: configuration.lease), capacity: nil)
+    }
 
-    /// What to send next: the deliveries handed off to this process first — those of a
-    /// subscription at its cap wait for one of its deliveries to end (`waitingForSlot`), and
-    /// the others go past them — then a claim for the rest of the free slots, when a wake
-    /// asked for one (work made due that nobody was handed, another process's notice), or the
-    /// last claim came back full, or a poll interval has passed.
-    /// Deliveries of one event go out as a group whose attempts are written together.
+    /// How long after its hand-off a delivery may still be sent from memory: half of what its
+    /// lease leaves beyond a webhook's time limit, so that it is answered and recorded well
+    /// before the lease ends (22.5 s with the defaults). One sent later could be claimed by
+    /// another process, or this one's claim, while its webhook is still out. What waited
+    /// longer is forgotten; once its lease lapses, a claim takes it.
+    var sendableFor: Duration { (configuration.lease - configuration.timeout) / 2 }
+
+    /// What to send next: a claim for the free slots first, when a wake asked for one (work
+    /// made due that nobody was handed, another process's notice), or the last claim came
+    /// back full, or a poll interval has passed; then the deliveries handed off to this
+    /// process — those of a subscription at its cap wait for one of its deliveries to end
+    /// (`waitingForSlot`), and the others go past them. Deliveries of one event go out as a
+    /// group whose attempts are written together.
     func nextDeliveries(upTo free: Int) async throws -> [Outgoing] {
         let asked = wake.takeClaimRequest()
         let cap = configuration.perSubscriptionConcurrency
-        let slotted = waitingForSlot.take(upTo: free) { inFlight.room(for: $0, cap: cap) }
-        handOffs.release(slotted.count)
-        let ids = slotted + handOffs.take(upTo: free - slotted.count)
-        // Loaded again, not kept from before: only leases still this process's come back.
-        let loaded = try await store.leasedDeliveries(ids: ids, owner: owner)
-        // Those that waited for a slot first: the room was counted for them.
-        let waited = Set(slotted)
-        let (handed, overCap) = inFlight.admit(loaded.filter { waited.contains($0.deliveryID) }
-                                                 + loaded.filter { !waited.contains($0.deliveryID) }, cap: cap)
-        waitingForSlot.add(overCap)
-        handOffs.hold(overCap.count)
-        let tasks = try await claims.after(handed, free: free, every: configuration.pollInterval, asked: asked) { room in
+        forgetStaleHandOffs()
+        // A claim, when one is due, goes first: what only a claim finds (a queue's head that an
+        // outcome or the sweeper unparked, retries come due, other processes' work) is older
+        // than what waits here. Hand-offs waiting in memory hold a lease but no slot,
+        // so the claim's cap does not count them, as it does not count answered webhooks:
+        // else under a backlog the claim found every slot taken by them, and what only it
+        // finds waited until the flow of hand-offs stopped (run S's overload: 15.7 s after
+        // verification at the median for those, milliseconds for the rest).
+        let claimed = try await claims.after([DeliveryTask](), free: free, every: configuration.pollInterval, asked: asked) { room in
             let claimed = try await store.claimDeliveries(owner: owner, limit: room, lease: configuration.lease,
-                                                          perSubscriptionCap: configuration.perSubscriptionConcurrency,
-                                                          answered: answered.all)
+                                                          perSubscriptionCap: cap,
+                                                          answered: answered.all + handOffs.items + waitingForSlot.ids)
             inFlight.started(claimed)
             return claimed
         }
-        return Outgoing.grouped(tasks, linger: configuration.siblingLinger) { records in await writeAttempts(records) }
+        let room = free - claimed.count
+        let slotted = waitingForSlot.take(upTo: room) { inFlight.room(for: $0, cap: cap) }
+        let taken = slotted + handOffs.take(upTo: room - slotted.count)
+        let handedOffAt = Dictionary(taken.map { ($0.item, $0.at) }, uniquingKeysWith: min)
+        // Loaded again, not kept from before: only leases still this process's come back.
+        let loaded = taken.isEmpty ? [] : try await store.leasedDeliveries(ids: taken.map(\.item), owner: owner)
+        // Those that waited for a slot first: the room was counted for them.
+        let waited = Set(slotted.map(\.item))
+        let (handed, overCap) = inFlight.admit(loaded.filter { waited.contains($0.deliveryID) }
+                                                 + loaded.filter { !waited.contains($0.deliveryID) }, cap: cap)
+        waitingForSlot.add(overCap) { handedOffAt[$0] ?? .now }
+        return Outgoing.grouped(claimed + handed, linger: configuration.siblingLinger) { records in await writeAttempts(records) }
     }
 
-    /// Writes attempts in one transaction, leasing each queue's next delivery to this
-    /// process if its inbox has room for them.
+    /// Forgets the hand-offs that waited past `sendableFor`, in the inbox or for a slot.
+    func forgetStaleHandOffs() {
+        let before = ContinuousClock.now - sendableFor
+        let dropped = handOffs.drop(handedOffBefore: before) + waitingForSlot.drop(handedOffBefore: before)
+        if dropped > 0 {
+            logger.notice("handed-off deliveries waited too long to be sent before their lease ends; a claim takes them once it has",
+                          metadata: ["deliveries": "\(dropped)", "waited.over": "\(DurationText.format(sendableFor))"])
+        }
+    }
+
+    /// Writes attempts in one transaction, leasing each queue's next delivery to this process.
     func writeAttempts(_ records: [AttemptRecord]) async -> [Result<FinishedWork, any Error>] {
         await store.recordDeliveryAttempts(records, owner: owner, disableAfter: configuration.disableAfter,
                                            handOff: handOffs.request(count: records.count),
@@ -212,7 +253,7 @@ public struct DeliveryWorker: Service, CustomStringConvertible {
         defer { answered.remove(task.deliveryID) }
         if Task.isCancelled {
             outgoing.siblings?.abandon()
-            await Task { try? await store.releaseDelivery(task, owner: owner) }.value
+            await Task { try? await store.releaseDeliveries(ids: [task.deliveryID], owner: owner) }.value
             return .nothing
         }
 
@@ -240,7 +281,7 @@ public struct DeliveryWorker: Service, CustomStringConvertible {
                                metadata: Self.metadata(task))
                 return .nothing
             }
-            handOffs.add(written.handedOff)
+            handOffs.add(written.handedOff, first: true)  // older than what waits there: its queue moves on
         } catch {
             logger.error("recording the delivery attempt failed", metadata: Self.metadata(task, ["error": "\(error)"]))
             return .nothing

@@ -42,11 +42,13 @@ final class SubscriptionLoad: Sendable {
 }
 
 /// Handed-off deliveries waiting for a slot of their subscription, by subscription, each
-/// subscription's oldest first. Ids only: a delivery is loaded again when it goes, so that one
+/// subscription's oldest delivery (lowest id) first: the next delivery of a queue whose head
+/// ended goes before deliveries made after it, so that a user's queue does not wait for the
+/// whole backlog at each step. Ids only: a delivery is loaded again when it goes, so that one
 /// whose lease lapsed meanwhile (and that another process may have claimed) is not sent.
 final class SlotQueue: Sendable {
     private struct Waiting {
-        var ids: [String: [Int64]] = [:]
+        var ids: [String: [HandedOff<Int64>]] = [:]
         /// Subscriptions in the order they first had a delivery waiting, so that none is
         /// passed over for good when slots are few.
         var order: [String] = []
@@ -57,21 +59,27 @@ final class SlotQueue: Sendable {
     /// A subscription's list is removed once empty, so no ids means nothing waits.
     var isEmpty: Bool { state.withLock { $0.ids.isEmpty } }
 
-    func add(_ tasks: [DeliveryTask]) {
+    /// Every delivery waiting.
+    var ids: [Int64] { state.withLock { $0.ids.values.flatMap { $0.map(\.item) } } }
+
+    /// Deliveries to wait, each with when it was handed off.
+    func add(_ tasks: [DeliveryTask], handedOffAt: (Int64) -> ContinuousClock.Instant) {
         guard !tasks.isEmpty else { return }
         state.withLock { state in
             for task in tasks {
                 if state.ids[task.subscriptionID] == nil { state.order.append(task.subscriptionID) }
-                state.ids[task.subscriptionID, default: []].append(task.deliveryID)
+                let waiting = HandedOff(task.deliveryID, at: handedOffAt(task.deliveryID))
+                let list = state.ids[task.subscriptionID, default: []]
+                state.ids[task.subscriptionID, default: []].insert(waiting, at: list.firstIndex { $0.item > task.deliveryID } ?? list.count)
             }
         }
     }
 
     /// Takes up to `limit` ids, at most `room(subscription)` of each subscription's.
-    func take(upTo limit: Int, room: (String) -> Int) -> [Int64] {
+    func take(upTo limit: Int, room: (String) -> Int) -> [HandedOff<Int64>] {
         guard limit > 0 else { return [] }
         return state.withLock { state in
-            var taken: [Int64] = []
+            var taken: [HandedOff<Int64>] = []
             for subscription in state.order where taken.count < limit {
                 let count = min(room(subscription), limit - taken.count, state.ids[subscription]?.count ?? 0)
                 guard count > 0 else { continue }
@@ -81,6 +89,21 @@ final class SlotQueue: Sendable {
             }
             state.order.removeAll { state.ids[$0] == nil }
             return taken
+        }
+    }
+
+    /// Forgets the deliveries handed off before `instant` (they waited a long time behind a
+    /// slow subscriber), and returns how many.
+    func drop(handedOffBefore instant: ContinuousClock.Instant) -> Int {
+        state.withLock { state in
+            var dropped = 0
+            for (subscription, waiting) in state.ids where waiting.contains(where: { $0.at < instant }) {
+                let kept = waiting.filter { $0.at >= instant }
+                dropped += waiting.count - kept.count
+                state.ids[subscription] = kept.isEmpty ? nil : kept
+            }
+            state.order.removeAll { state.ids[$0] == nil }
+            return dropped
         }
     }
 }

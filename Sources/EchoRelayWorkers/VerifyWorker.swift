@@ -90,7 +90,7 @@ public struct VerifyWorker: Service, CustomStringConvertible {
         await loop.run(until: stopped) { free in
             // The events ingest handed over first, then a claim for the rest when it is due.
             let asked = wake.takeClaimRequest()
-            return try await claims.after(verificationHandOffs?.take(upTo: free) ?? [], free: free, every: configuration.pollInterval,
+            return try await claims.after((verificationHandOffs?.take(upTo: free) ?? []).map(\.item), free: free, every: configuration.pollInterval,
                                           asked: asked) { room in
                 try await store.claimVerifications(owner: owner, limit: room, lease: configuration.lease)
             }

@@ -35,6 +35,20 @@ import Testing
         #expect(claims.withLock { $0 } == 3, "the last came back short")
     }
 
+    /// The delivery worker's pacing: a claim whose room a cap per subscription cut short
+    /// still claims again while it finds something.
+    @Test func withAgainAfterAnyFindAClaimThatFoundSomethingClaimsAgain() async throws {
+        let pacing = ClaimPacing(againAfterAnyFind: true)
+        let claims = Calls()
+        _ = try await Self.step(pacing, asked: false, claimable: 1, claims: claims)
+        _ = try await Self.step(pacing, asked: false, claimable: 1, claims: claims)
+        #expect(claims.withLock { $0 } == 2, "one of four found: claim again")
+        _ = try await Self.step(pacing, asked: false, claimable: 0, claims: claims)
+        #expect(claims.withLock { $0 } == 3)
+        _ = try await Self.step(pacing, asked: false, claimable: 1, claims: claims)
+        #expect(claims.withLock { $0 } == 3, "the last found nothing: wait for an ask or the poll")
+    }
+
     @Test func anAskWithNoRoomIsKeptForTheNextCall() async throws {
         let pacing = ClaimPacing()
         let claims = Calls()

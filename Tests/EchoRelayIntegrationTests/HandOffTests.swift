@@ -168,14 +168,14 @@ import Testing
                 let inbox = VerificationInbox(handOff: HandOff(owner: "p1", lease: .seconds(8)), capacity: 1)
                 let store = PostgresEventStore(client: client, logger: TestLogger.quiet, verificationHandOffs: inbox)
                 #expect(try await store.ingest("e1", user: "u").handedOff, "its receipt says so: no claim is needed")
-                let handed = inbox.take(upTo: 10)
+                let handed = inbox.take(upTo: 10).map(\.item)
                 #expect(handed.map(\.eventID) == ["e1"])
                 #expect(handed.first?.echo != nil, "the worker gets the echo credentials in memory")
                 #expect(try await store.claimVerifications(owner: "p2", limit: 10, lease: .seconds(60)).isEmpty, "leased to p1")
 
                 try await store.ingest("e2", user: "u")
                 #expect(try await !store.ingest("e3", user: "u").handedOff, "its receipt says a claim must find it")
-                #expect(inbox.take(upTo: 10).map(\.eventID) == ["e2"], "no room for e3: it is left to a claim")
+                #expect(inbox.take(upTo: 10).map(\.item.eventID) == ["e2"], "no room for e3: it is left to a claim")
                 #expect(try await store.claimVerifications(owner: "p2", limit: 10, lease: .seconds(60)).map(\.eventID) == ["e3"])
 
                 // p1 dies with e1 and e2 in memory: their leases lapse and p2 claims them.

@@ -5,6 +5,7 @@ import EchoRelayWorkers
 import Foundation
 import HTTPTypes
 import Hummingbird
+import ServiceLifecycleTestKit
 import Synchronization
 import TestSupport
 import Testing
@@ -56,6 +57,179 @@ import Testing
                 try await waitUntil(within: .seconds(20), "every slow delivery") { subscriber.slowAnswered == events }
             }
         }
+    }
+}
+
+/// A hand-off is sent from memory only while its lease leaves room for a webhook and its
+/// record (`DeliveryWorker.sendableFor`): what waits past that time behind a slow subscriber
+/// is forgotten, and once its lease lapses a claim sends it, once. Sent later from memory, a
+/// claim could take it while its webhook was still out.
+@Suite struct StaleHandOffTests {
+    @Test func handOffsThatWaitedPastTheirTimeGoToAClaimAfterTheirLeaseAndOutOnce() async throws {
+        let deliveries = 8
+        let subscriber = Delayed(by: .milliseconds(400))
+        try await HandOffTests.withStore { store, _ in
+            try await LoopbackServer.run(subscriber.router()) { port in
+                _ = try await store.createSubscription(
+                    SubscriptionFields(url: "http://127.0.0.1:\(port)/hooks", eventTypes: EventType.allCases, ordered: false),
+                    ownerTokenID: nil, secret: WebhookSecret.generate())
+                var configuration = DeliveryWorkerConfiguration()
+                configuration.allowPrivateSubscribers = true
+                configuration.concurrency = 4
+                configuration.perSubscriptionConcurrency = 1
+                configuration.lease = .seconds(4)
+                configuration.timeout = .seconds(1)
+                configuration.pollInterval = .milliseconds(200)
+                let settings = configuration
+                let inbox = DeliveryWorker.inbox(owner: "worker", configuration: settings)
+
+                for index in 0..<deliveries { try await store.ingest("e\(index)", user: "u\(index)") }
+                let handedOff = ContinuousClock.now
+                for task in try await store.claimVerifications(owner: "verifier", limit: deliveries, lease: .seconds(60)) {
+                    let written = try await store.finishVerification(
+                        task, owner: "verifier", outcome: VerificationOutcome(status: .verified, reason: .providerConfirmed),
+                        handOff: inbox.request())
+                    inbox.add(written.handedOff)
+                }
+                let wake = WakeSignal()
+                let worker = Task {
+                    try await DeliveryWorker(store: store, wake: wake, configuration: settings, owner: "worker",
+                                             handOffs: inbox, logger: TestLogger.quiet).run()
+                }
+                defer { worker.cancel() }
+                wake.wake(claim: false)
+
+                // One at a time, 0.4 s each: about four go out within the 1.5 s a hand-off may
+                // wait; the rest wait for their 4 s leases to lapse.
+                try await waitUntil(within: .seconds(20), "every delivery (\(subscriber.arrivals.count) so far)") {
+                    subscriber.arrivals.count >= deliveries
+                }
+                try await Task.sleep(for: .milliseconds(500))  // a second copy of any would arrive by now
+                let arrivals = subscriber.arrivals
+                #expect(Set(arrivals.map(\.webhookID)).count == deliveries && arrivals.count == deliveries, "each once")
+                let late = arrivals.filter { $0.at - handedOff >= settings.lease }
+                #expect(!late.isEmpty, "those that waited past their time went to a claim once their lease lapsed")
+                #expect(late.count < deliveries, "the first went from memory, without a claim")
+            }
+        }
+    }
+}
+
+/// A delivery that only a claim finds (written without a hand-off) goes before the
+/// hand-offs of its subscription that wait in memory: they hold leases but no slot, so the
+/// claim's cap does not count them, and a due claim runs first. Before, the claim found the
+/// subscription's slots taken by them, and under a backlog such a delivery waited until the
+/// flow of hand-offs stopped.
+@Suite struct ClaimFirstTests {
+    @Test func aDeliveryOnlyAClaimFindsGoesBeforeNewerHandOffsOfItsSubscription() async throws {
+        let subscriber = Delayed(by: .milliseconds(50))
+        try await HandOffTests.withStore { store, _ in
+            try await LoopbackServer.run(subscriber.router()) { port in
+                let subscription = try await store.createSubscription(
+                    SubscriptionFields(url: "http://127.0.0.1:\(port)/hooks", eventTypes: EventType.allCases, ordered: false),
+                    ownerTokenID: nil, secret: WebhookSecret.generate())
+                var configuration = DeliveryWorkerConfiguration()
+                configuration.allowPrivateSubscribers = true
+                configuration.concurrency = 4
+                configuration.perSubscriptionConcurrency = 1
+                let settings = configuration
+                let inbox = DeliveryWorker.inbox(owner: "worker", configuration: settings)
+
+                for id in ["b1", "c1", "c2", "c3"] { try await store.ingest(id, user: "u-\(id)") }
+                let tasks = try await store.claimVerifications(owner: "verifier", limit: 4, lease: .seconds(60))
+                let byEvent = Dictionary(uniqueKeysWithValues: tasks.map { ($0.eventID, $0) })
+                var webhookIDs: [String: String] = [:]
+                for id in ["b1", "c1", "c2", "c3"] {
+                    let task = try #require(byEvent[id])
+                    let written = try await store.finishVerification(
+                        task, owner: "verifier", outcome: VerificationOutcome(status: .verified, reason: .providerConfirmed),
+                        handOff: id == "b1" ? nil : inbox.request())  // b1's as another process would write it
+                    inbox.add(written.handedOff)
+                    webhookIDs[WebhookID.make(eventID: id, subscriptionID: subscription.id)] = id
+                }
+                let wake = WakeSignal()
+                let worker = Task {
+                    try await DeliveryWorker(store: store, wake: wake, configuration: settings, owner: "worker",
+                                             handOffs: inbox, logger: TestLogger.quiet).run()
+                }
+                defer { worker.cancel() }
+                wake.wake()
+
+                try await waitUntil(within: .seconds(10), "every delivery (\(subscriber.arrivals.count) so far)") {
+                    subscriber.arrivals.count >= 4
+                }
+                let order = subscriber.arrivals.map { webhookIDs[$0.webhookID] ?? $0.webhookID }
+                #expect(order == ["b1", "c1", "c2", "c3"], "the claim's delivery first, then the hand-offs in their order")
+            }
+        }
+    }
+}
+
+/// At a graceful stop, hand-offs that never went out are given back, so that another process
+/// sends them at once instead of after their leases lapse (a minute by default; under a
+/// backlog, thousands of them).
+@Suite struct HandOffsAtStopTests {
+    @Test func aStoppedWorkerGivesBackWhatWasHandedOffAndNotSent() async throws {
+        let deliveries = 4
+        let subscriber = Delayed(by: .seconds(30))
+        try await HandOffTests.withStore { store, _ in
+            try await LoopbackServer.run(subscriber.router()) { port in
+                _ = try await store.createSubscription(
+                    SubscriptionFields(url: "http://127.0.0.1:\(port)/hooks", eventTypes: EventType.allCases, ordered: false),
+                    ownerTokenID: nil, secret: WebhookSecret.generate())
+                var configuration = DeliveryWorkerConfiguration()
+                configuration.allowPrivateSubscribers = true
+                configuration.concurrency = 4
+                configuration.perSubscriptionConcurrency = 1
+                configuration.shutdownGrace = .milliseconds(200)
+                let settings = configuration
+                let inbox = DeliveryWorker.inbox(owner: "worker", configuration: settings)
+                for index in 0..<deliveries { try await store.ingest("e\(index)", user: "u\(index)") }
+                for task in try await store.claimVerifications(owner: "verifier", limit: deliveries, lease: .seconds(60)) {
+                    let written = try await store.finishVerification(
+                        task, owner: "verifier", outcome: VerificationOutcome(status: .verified, reason: .providerConfirmed),
+                        handOff: inbox.request())
+                    inbox.add(written.handedOff)
+                }
+                #expect(try await store.claimAllDeliveries().isEmpty, "all leased to the worker")
+
+                try await testGracefulShutdown { trigger in
+                    let wake = WakeSignal()
+                    let worker = Task {
+                        try await DeliveryWorker(store: store, wake: wake, configuration: settings, owner: "worker",
+                                                 handOffs: inbox, logger: TestLogger.quiet).run()
+                    }
+                    wake.wake(claim: false)
+                    try await waitUntil(within: .seconds(10), "one webhook out") { subscriber.arrivals.count == 1 }
+                    trigger.triggerGracefulShutdown()
+                    try await worker.value
+                }
+                let claimed = try await store.claimAllDeliveries()
+                #expect(claimed.count == deliveries, "the three that waited and the one cancelled at the stop: \(claimed.map(\.eventID))")
+                #expect(claimed.allSatisfy { $0.attempts == 1 }, "giving back does not count a try")
+            }
+        }
+    }
+}
+
+/// A subscriber that answers each webhook after `delay`, and notes when each arrived.
+private final class Delayed: Sendable {
+    let delay: Duration
+    private let state = Mutex<[(webhookID: String, at: ContinuousClock.Instant)]>([])
+
+    init(by delay: Duration) { self.delay = delay }
+
+    var arrivals: [(webhookID: String, at: ContinuousClock.Instant)] { state.withLock { $0 } }
+
+    func router() -> Router<BasicRequestContext> {
+        let router = Router()
+        router.post("/hooks") { request, _ -> HTTPResponse.Status in
+            let id = request.headers[HTTPField.Name("webhook-id")!] ?? ""
+            self.state.withLock { $0.append((id, ContinuousClock.now)) }
+            try await Task.sleep(for: self.delay)
+            return .noContent
+        }
+        return router
     }
 }
 

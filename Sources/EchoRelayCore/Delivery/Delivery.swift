@@ -205,9 +205,9 @@ public protocol DeliveryStore: Sendable {
     /// Leases up to `limit` deliveries that may be sent now: due, of an enabled subscription,
     /// within its concurrency cap, and — for an ordered subscription — with every earlier
     /// event of the user final for it (docs/architecture.md, "Leases, hand-offs and order"). The cap counts the leases of the
-    /// subscription's deliveries, except those in `answered`: deliveries of this process whose
-    /// webhook has been answered and whose attempt is not yet recorded hold their lease until
-    /// then, but no longer a slot.
+    /// subscription's deliveries, except those in `answered`: deliveries of this process that
+    /// hold a lease but no slot, their webhook answered and their attempt not yet recorded, or
+    /// handed off and waiting in memory for their turn.
     func claimDeliveries(owner: String, limit: Int, lease: Duration, perSubscriptionCap: Int,
                          answered: [Int64]) async throws -> [DeliveryTask]
     /// Records attempts and what follows each, in one transaction when it can (else each
@@ -226,7 +226,8 @@ public protocol DeliveryStore: Sendable {
     /// that raced with its blocker becoming final in another transaction is found here.
     /// Returns how many it unparked.
     func unparkStrandedDeliveries(parkedSince: Date?) async throws -> Int
-    /// Gives a claimed delivery back at once without counting the try.
-    func releaseDelivery(_ task: DeliveryTask, owner: String) async throws
+    /// Gives deliveries leased to `owner` back at once without counting the try: one whose
+    /// webhook was cancelled at a stop, or hand-offs that never went out.
+    func releaseDeliveries(ids: [Int64], owner: String) async throws
     func deliveries(eventID: String) async throws -> [DeliveryRecord]
 }
