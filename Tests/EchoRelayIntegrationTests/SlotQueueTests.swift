@@ -67,50 +67,28 @@ import Testing
 @Suite struct StaleHandOffTests {
     @Test func handOffsThatWaitedPastTheirTimeGoToAClaimAfterTheirLeaseAndOutOnce() async throws {
         let deliveries = 8
-        let subscriber = Delayed(by: .milliseconds(400))
-        try await HandOffTests.withStore { store, _ in
-            try await LoopbackServer.run(subscriber.router()) { port in
-                _ = try await store.createSubscription(
-                    SubscriptionFields(url: "http://127.0.0.1:\(port)/hooks", eventTypes: EventType.allCases, ordered: false),
-                    ownerTokenID: nil, secret: WebhookSecret.generate())
-                var configuration = DeliveryWorkerConfiguration()
-                configuration.allowPrivateSubscribers = true
-                configuration.concurrency = 4
-                configuration.perSubscriptionConcurrency = 1
-                configuration.lease = .seconds(4)
-                configuration.timeout = .seconds(1)
-                configuration.pollInterval = .milliseconds(200)
-                let settings = configuration
-                let inbox = DeliveryWorker.inbox(owner: "worker", configuration: settings)
+        try await OneSubscription.run(answeringAfter: .milliseconds(400)) { store, subscription, subscriber in
+            var settings = subscription.settings
+            settings.lease = .seconds(4)
+            settings.timeout = .seconds(1)
+            settings.pollInterval = .milliseconds(200)
+            let inbox = DeliveryWorker.inbox(owner: "worker", configuration: settings)
+            let handedOff = ContinuousClock.now
+            try await subscription.handOff((0..<deliveries).map { "e\($0)" }, to: inbox, store: store)
+            let worker = OneSubscription.start(store, settings, inbox, wake: WakeSignal(), claim: false)
+            defer { worker.cancel() }
 
-                for index in 0..<deliveries { try await store.ingest("e\(index)", user: "u\(index)") }
-                let handedOff = ContinuousClock.now
-                for task in try await store.claimVerifications(owner: "verifier", limit: deliveries, lease: .seconds(60)) {
-                    let written = try await store.finishVerification(
-                        task, owner: "verifier", outcome: VerificationOutcome(status: .verified, reason: .providerConfirmed),
-                        handOff: inbox.request())
-                    inbox.add(written.handedOff)
-                }
-                let wake = WakeSignal()
-                let worker = Task {
-                    try await DeliveryWorker(store: store, wake: wake, configuration: settings, owner: "worker",
-                                             handOffs: inbox, logger: TestLogger.quiet).run()
-                }
-                defer { worker.cancel() }
-                wake.wake(claim: false)
-
-                // One at a time, 0.4 s each: about four go out within the 1.5 s a hand-off may
-                // wait; the rest wait for their 4 s leases to lapse.
-                try await waitUntil(within: .seconds(20), "every delivery (\(subscriber.arrivals.count) so far)") {
-                    subscriber.arrivals.count >= deliveries
-                }
-                try await Task.sleep(for: .milliseconds(500))  // a second copy of any would arrive by now
-                let arrivals = subscriber.arrivals
-                #expect(Set(arrivals.map(\.webhookID)).count == deliveries && arrivals.count == deliveries, "each once")
-                let late = arrivals.filter { $0.at - handedOff >= settings.lease }
-                #expect(!late.isEmpty, "those that waited past their time went to a claim once their lease lapsed")
-                #expect(late.count < deliveries, "the first went from memory, without a claim")
+            // One at a time, 0.4 s each: about four go out within the 1.5 s a hand-off may
+            // wait; the rest wait for their 4 s leases to lapse.
+            try await waitUntil(within: .seconds(20), "every delivery (\(subscriber.arrivals.count) so far)") {
+                subscriber.arrivals.count >= deliveries
             }
+            try await Task.sleep(for: .milliseconds(500))  // a second copy of any would arrive by now
+            let arrivals = subscriber.arrivals
+            #expect(Set(arrivals.map(\.webhookID)).count == deliveries && arrivals.count == deliveries, "each once")
+            let late = arrivals.filter { $0.at - handedOff >= settings.lease }
+            #expect(!late.isEmpty, "those that waited past their time went to a claim once their lease lapsed")
+            #expect(late.count < deliveries, "the first went from memory, without a claim")
         }
     }
 }
@@ -122,45 +100,18 @@ import Testing
 /// flow of hand-offs stopped.
 @Suite struct ClaimFirstTests {
     @Test func aDeliveryOnlyAClaimFindsGoesBeforeNewerHandOffsOfItsSubscription() async throws {
-        let subscriber = Delayed(by: .milliseconds(50))
-        try await HandOffTests.withStore { store, _ in
-            try await LoopbackServer.run(subscriber.router()) { port in
-                let subscription = try await store.createSubscription(
-                    SubscriptionFields(url: "http://127.0.0.1:\(port)/hooks", eventTypes: EventType.allCases, ordered: false),
-                    ownerTokenID: nil, secret: WebhookSecret.generate())
-                var configuration = DeliveryWorkerConfiguration()
-                configuration.allowPrivateSubscribers = true
-                configuration.concurrency = 4
-                configuration.perSubscriptionConcurrency = 1
-                let settings = configuration
-                let inbox = DeliveryWorker.inbox(owner: "worker", configuration: settings)
+        try await OneSubscription.run(answeringAfter: .milliseconds(50)) { store, subscription, subscriber in
+            let inbox = DeliveryWorker.inbox(owner: "worker", configuration: subscription.settings)
+            // b1's as another process would write it: no hand-off to this worker.
+            try await subscription.handOff(["b1", "c1", "c2", "c3"], to: inbox, store: store, except: ["b1"])
+            let worker = OneSubscription.start(store, subscription.settings, inbox, wake: WakeSignal(), claim: true)
+            defer { worker.cancel() }
 
-                for id in ["b1", "c1", "c2", "c3"] { try await store.ingest(id, user: "u-\(id)") }
-                let tasks = try await store.claimVerifications(owner: "verifier", limit: 4, lease: .seconds(60))
-                let byEvent = Dictionary(uniqueKeysWithValues: tasks.map { ($0.eventID, $0) })
-                var webhookIDs: [String: String] = [:]
-                for id in ["b1", "c1", "c2", "c3"] {
-                    let task = try #require(byEvent[id])
-                    let written = try await store.finishVerification(
-                        task, owner: "verifier", outcome: VerificationOutcome(status: .verified, reason: .providerConfirmed),
-                        handOff: id == "b1" ? nil : inbox.request())  // b1's as another process would write it
-                    inbox.add(written.handedOff)
-                    webhookIDs[WebhookID.make(eventID: id, subscriptionID: subscription.id)] = id
-                }
-                let wake = WakeSignal()
-                let worker = Task {
-                    try await DeliveryWorker(store: store, wake: wake, configuration: settings, owner: "worker",
-                                             handOffs: inbox, logger: TestLogger.quiet).run()
-                }
-                defer { worker.cancel() }
-                wake.wake()
-
-                try await waitUntil(within: .seconds(10), "every delivery (\(subscriber.arrivals.count) so far)") {
-                    subscriber.arrivals.count >= 4
-                }
-                let order = subscriber.arrivals.map { webhookIDs[$0.webhookID] ?? $0.webhookID }
-                #expect(order == ["b1", "c1", "c2", "c3"], "the claim's delivery first, then the hand-offs in their order")
+            try await waitUntil(within: .seconds(10), "every delivery (\(subscriber.arrivals.count) so far)") {
+                subscriber.arrivals.count >= 4
             }
+            let order = subscriber.arrivals.map { subscription.events[$0.webhookID] ?? $0.webhookID }
+            #expect(order == ["b1", "c1", "c2", "c3"], "the claim's delivery first, then the hand-offs in their order")
         }
     }
 }
@@ -171,44 +122,77 @@ import Testing
 @Suite struct HandOffsAtStopTests {
     @Test func aStoppedWorkerGivesBackWhatWasHandedOffAndNotSent() async throws {
         let deliveries = 4
-        let subscriber = Delayed(by: .seconds(30))
+        try await OneSubscription.run(answeringAfter: .seconds(30)) { store, subscription, subscriber in
+            var settings = subscription.settings
+            settings.shutdownGrace = .milliseconds(200)
+            let inbox = DeliveryWorker.inbox(owner: "worker", configuration: settings)
+            try await subscription.handOff((0..<deliveries).map { "e\($0)" }, to: inbox, store: store)
+            #expect(try await store.claimAllDeliveries().isEmpty, "all leased to the worker")
+
+            try await testGracefulShutdown { trigger in
+                let worker = OneSubscription.start(store, settings, inbox, wake: WakeSignal(), claim: false)
+                try await waitUntil(within: .seconds(10), "one webhook out") { subscriber.arrivals.count == 1 }
+                trigger.triggerGracefulShutdown()
+                try await worker.value
+            }
+            let claimed = try await store.claimAllDeliveries()
+            #expect(claimed.count == deliveries, "the three that waited and the one cancelled at the stop: \(claimed.map(\.eventID))")
+            #expect(claimed.allSatisfy { $0.attempts == 1 }, "giving back does not count a try")
+        }
+    }
+}
+
+/// One unordered subscription whose webhooks a loopback `Delayed` subscriber answers, and a
+/// delivery worker's settings for it: four webhook slots, one for the subscription.
+private struct OneSubscription {
+    let subscription: Subscription
+    var settings: DeliveryWorkerConfiguration
+    /// Event ids by the webhook-id of their delivery.
+    var events: [String: String] = [:]
+
+    static func run(answeringAfter delay: Duration,
+                    _ body: @Sendable (PostgresEventStore, inout OneSubscription, Delayed) async throws -> Void) async throws {
+        let subscriber = Delayed(by: delay)
         try await HandOffTests.withStore { store, _ in
             try await LoopbackServer.run(subscriber.router()) { port in
-                _ = try await store.createSubscription(
+                var settings = DeliveryWorkerConfiguration()
+                settings.allowPrivateSubscribers = true
+                settings.concurrency = 4
+                settings.perSubscriptionConcurrency = 1
+                var fixture = OneSubscription(subscription: try await store.createSubscription(
                     SubscriptionFields(url: "http://127.0.0.1:\(port)/hooks", eventTypes: EventType.allCases, ordered: false),
-                    ownerTokenID: nil, secret: WebhookSecret.generate())
-                var configuration = DeliveryWorkerConfiguration()
-                configuration.allowPrivateSubscribers = true
-                configuration.concurrency = 4
-                configuration.perSubscriptionConcurrency = 1
-                configuration.shutdownGrace = .milliseconds(200)
-                let settings = configuration
-                let inbox = DeliveryWorker.inbox(owner: "worker", configuration: settings)
-                for index in 0..<deliveries { try await store.ingest("e\(index)", user: "u\(index)") }
-                for task in try await store.claimVerifications(owner: "verifier", limit: deliveries, lease: .seconds(60)) {
-                    let written = try await store.finishVerification(
-                        task, owner: "verifier", outcome: VerificationOutcome(status: .verified, reason: .providerConfirmed),
-                        handOff: inbox.request())
-                    inbox.add(written.handedOff)
-                }
-                #expect(try await store.claimAllDeliveries().isEmpty, "all leased to the worker")
-
-                try await testGracefulShutdown { trigger in
-                    let wake = WakeSignal()
-                    let worker = Task {
-                        try await DeliveryWorker(store: store, wake: wake, configuration: settings, owner: "worker",
-                                                 handOffs: inbox, logger: TestLogger.quiet).run()
-                    }
-                    wake.wake(claim: false)
-                    try await waitUntil(within: .seconds(10), "one webhook out") { subscriber.arrivals.count == 1 }
-                    trigger.triggerGracefulShutdown()
-                    try await worker.value
-                }
-                let claimed = try await store.claimAllDeliveries()
-                #expect(claimed.count == deliveries, "the three that waited and the one cancelled at the stop: \(claimed.map(\.eventID))")
-                #expect(claimed.allSatisfy { $0.attempts == 1 }, "giving back does not count a try")
+                    ownerTokenID: nil, secret: WebhookSecret.generate()), settings: settings)
+                try await body(store, &fixture, subscriber)
             }
         }
+    }
+
+    /// Ingests an event of its own user for each id, verifies them in that order and hands
+    /// their deliveries to `inbox`, as a verify worker of the same process would; those in
+    /// `except` are written without a hand-off.
+    mutating func handOff(_ ids: [String], to inbox: DeliveryInbox, store: PostgresEventStore, except: Set<String> = []) async throws {
+        for id in ids { try await store.ingest(id, user: "u-\(id)") }
+        let tasks = try await store.claimVerifications(owner: "verifier", limit: ids.count, lease: .seconds(60))
+        let byEvent = Dictionary(uniqueKeysWithValues: tasks.map { ($0.eventID, $0) })
+        for id in ids {
+            let task = try #require(byEvent[id])
+            let written = try await store.finishVerification(
+                task, owner: "verifier", outcome: VerificationOutcome(status: .verified, reason: .providerConfirmed),
+                handOff: except.contains(id) ? nil : inbox.request())
+            inbox.add(written.handedOff)
+            events[WebhookID.make(eventID: id, subscriptionID: subscription.id)] = id
+        }
+    }
+
+    /// A delivery worker running on `inbox`, woken once.
+    static func start(_ store: PostgresEventStore, _ settings: DeliveryWorkerConfiguration, _ inbox: DeliveryInbox,
+                      wake: WakeSignal, claim: Bool) -> Task<Void, any Error> {
+        let worker = Task {
+            try await DeliveryWorker(store: store, wake: wake, configuration: settings, owner: "worker",
+                                     handOffs: inbox, logger: TestLogger.quiet).run()
+        }
+        wake.wake(claim: claim)
+        return worker
     }
 }
 
