@@ -70,6 +70,8 @@ public struct DeliveryWorker: Service, CustomStringConvertible {
     /// keep their lease until the record commits (and a sibling's linger), but no longer a
     /// slot of their subscription's cap, so a claim does not count them.
     let answered = DeliveryIDs()
+    /// When the hand-offs waiting in memory were last looked through for stale ones.
+    let staleSweep = Pace()
 
     public init(store: any DeliveryStore, wake: WakeSignal, configuration: DeliveryWorkerConfiguration, owner: String,
                 handOffs: DeliveryInbox? = nil, ready: Gate = Gate(open: true), metrics: RelayMetrics = RelayMetrics(),
@@ -181,8 +183,11 @@ public struct DeliveryWorker: Service, CustomStringConvertible {
         return Outgoing.grouped(claimed + handed, linger: configuration.siblingLinger) { records in await writeAttempts(records) }
     }
 
-    /// Forgets the hand-offs that waited past `sendableFor`, in the inbox or for a slot.
+    /// Forgets the hand-offs that waited past `sendableFor`, in the inbox or for a slot. Once a
+    /// poll interval, not at every call: it reads every waiting hand-off, thousands under a
+    /// backlog, and `sendableFor` leaves its margin.
     func forgetStaleHandOffs() {
+        guard staleSweep.due(every: configuration.pollInterval) else { return }
         let before = ContinuousClock.now - sendableFor
         let dropped = handOffs.drop(handedOffBefore: before) + waitingForSlot.drop(handedOffBefore: before)
         if dropped > 0 {

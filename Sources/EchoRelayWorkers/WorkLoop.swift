@@ -120,3 +120,17 @@ final class Flag: Sendable {
     var isSet: Bool { flag.withLock { $0 } }
     func set() { flag.withLock { $0 = true } }
 }
+
+/// Says yes at most once per interval, for work that need not run at every call.
+final class Pace: Sendable {
+    private let next = Mutex<ContinuousClock.Instant?>(nil)
+
+    func due(every interval: Duration) -> Bool {
+        let now = ContinuousClock.now
+        return next.withLock { next in
+            if let due = next, now < due { return false }
+            next = now + interval
+            return true
+        }
+    }
+}

@@ -80,3 +80,14 @@ import Testing
         #expect(claims.withLock { $0 } == 2)
     }
 }
+
+/// `Pace`: a sweep that need not run at every call runs at most once an interval.
+@Suite struct PaceTests {
+    @Test func itIsDueOnceAnInterval() async throws {
+        let pace = Pace()
+        #expect(pace.due(every: .milliseconds(200)), "the first call")
+        #expect(!pace.due(every: .milliseconds(200)), "within the interval")
+        try await Task.sleep(for: .milliseconds(250))
+        #expect(pace.due(every: .milliseconds(200)), "after it")
+    }
+}
