@@ -77,7 +77,7 @@ public final class DatabaseClient: Service, Sendable {
         self.probeTimeout = probeTimeout
         self.checkInterval = checkInterval
         self.retryInterval = retryInterval
-        let pools = endpoints.configurations.map { PostgresClient(configuration: $0, backgroundLogger: logger) }
+        let pools = endpoints.configurations.map { Self.pool($0, logger: logger) }
         self.hostCount = pools.count
         self.single = nil
         self.checksHosts = pools.count > 1 || endpoints.sessions != .any
@@ -105,6 +105,25 @@ public final class DatabaseClient: Service, Sendable {
         self.hostCount = 1
         self.state = Mutex(State(pools: [client], running: [nil]))
     }
+
+    /// A host's pool. postgres-nio starts a timer task (a task group, two tasks and a
+    /// libdispatch timer, armed and later fired) each time a connection goes back to the pool:
+    /// a keep-alive timer, and an idle timer for connections past the pool's minimum. At
+    /// several statements an event that was a third of serve's context switches. So the pool
+    /// keeps `warmConnections` open, which the hot path's few concurrent statements use
+    /// (the pool leases the lowest free one), and runs no keep-alive query: a connection
+    /// that broke while idle fails its next statement, which drops the host and replaces the
+    /// pool, as a server that went away does.
+    private static func pool(_ configuration: PostgresClient.Configuration, logger: Logger) -> PostgresClient {
+        var configuration = configuration
+        configuration.options.keepAliveBehavior = nil
+        configuration.options.minimumConnections = min(warmConnections, configuration.options.maximumConnections)
+        return PostgresClient(configuration: configuration, backgroundLogger: logger)
+    }
+
+    /// The connections each pool keeps open: about as many as serve's hot path runs
+    /// statements at once (ingest, outcome and attempt commits, claims, hand-off loads).
+    public static let warmConnections = 8
 
     private static func monitor(_ configuration: PostgresClient.Configuration, probeTimeout: Duration, logger: Logger) -> PostgresClient {
         var configuration = configuration
@@ -398,7 +417,7 @@ public final class DatabaseClient: Service, Sendable {
             if !state.stopped, pool.map({ $0 === current }) ?? true, state.running[index] != nil {
                 retired = state.running[index]
                 stuck = (state.leases.removeValue(forKey: ObjectIdentifier(current)) ?? [:]).values.map(\.connection)
-                let fresh = PostgresClient(configuration: configurations[index], backgroundLogger: logger)
+                let fresh = Self.pool(configurations[index], logger: logger)
                 state.pools[index] = fresh
                 state.running[index] = Task { await fresh.run() }
             }

@@ -96,8 +96,8 @@ public struct DeliveryWorker: Service, CustomStringConvertible {
             let loop = WorkLoop(concurrency: configuration.concurrency, pollInterval: configuration.pollInterval,
                             shutdownGrace: configuration.shutdownGrace, wake: wake, logger: logger)
             await withDiscardingTaskGroup { group in
-                group.addTask { await sweepParked(until: { stopping.isSet }) }
-                await loop.run(until: { stopping.isSet }) { free in
+                group.addTask { await sweepParked(until: stopping) }
+                await loop.run(until: stopping) { free in
                     try await nextDeliveries(upTo: free)
                 } process: { outgoing in
                     await deliver(outgoing, client: client)
@@ -206,23 +206,23 @@ public struct DeliveryWorker: Service, CustomStringConvertible {
     /// The safety net of parking (`DeliveryStore.unparkStrandedDeliveries`): every poll
     /// interval it looks at what was parked lately, which is where a park that raced with its
     /// blocker's end is found; every `fullSweepEvery` at all that is parked.
-    func sweepParked(until stopped: @escaping @Sendable () -> Bool) async {
+    func sweepParked(until stopping: Flag) async {
         let fullSweepEvery = 60
         var round = 0
-        while !stopped(), !Task.isCancelled {
+        while !stopping.isSet, !Task.isCancelled {
             try? await Task.sleep(for: configuration.pollInterval)
-            guard !stopped(), !Task.isCancelled else { return }
+            guard !stopping.isSet, !Task.isCancelled else { return }
             round += 1
             let since = round % fullSweepEvery == 0 ? nil : Date(timeIntervalSinceNow: -Self.parkRaceWindow)
             do {
-                let unparked = try await unlessStopped(stopped) { [store] in
+                let unparked = try await unlessStopped(stopping) { [store] in
                     try await store.unparkStrandedDeliveries(parkedSince: since)
                 }
                 if unparked > 0 {
                     logger.notice("unparked deliveries whose queue could go on", metadata: ["deliveries": "\(unparked)"])
                     wake.wake()
                 }
-            } catch is CancellationError where stopped() {
+            } catch is CancellationError where stopping.isSet {
                 return
             } catch {
                 logger.warning("looking for stranded parked deliveries failed", metadata: ["error": "\(error)"])

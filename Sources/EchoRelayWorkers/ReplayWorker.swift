@@ -41,7 +41,7 @@ public struct ReplayWorker: Service, CustomStringConvertible {
             var failures = 0
             while !Task.isCancelled, !stopping.isSet {
                 do {
-                    guard let created = try await unlessStopped({ stopping.isSet }, { try await store.advanceReplays(limit: batchSize) }) else {
+                    guard let created = try await unlessStopped(stopping, { try await store.advanceReplays(limit: batchSize) }) else {
                         await wake.wait(upTo: pollInterval)
                         continue
                     }

@@ -75,7 +75,7 @@ public struct VerifyWorker: Service, CustomStringConvertible {
         let stopping = Flag()
         await withGracefulShutdownHandler {
             await ready.wait()
-            await work(client: client, until: { stopping.isSet })
+            await work(client: client, until: stopping)
         } onGracefulShutdown: {
             stopping.set()
             wake.wake()
@@ -84,10 +84,10 @@ public struct VerifyWorker: Service, CustomStringConvertible {
         await client.shutdown()
     }
 
-    private func work(client: EchoClient, until stopped: @escaping @Sendable () -> Bool) async {
+    private func work(client: EchoClient, until stopping: Flag) async {
         let loop = WorkLoop(concurrency: configuration.concurrency, pollInterval: configuration.pollInterval,
                             shutdownGrace: configuration.shutdownGrace, wake: wake, logger: logger)
-        await loop.run(until: stopped) { free in
+        await loop.run(until: stopping) { free in
             // The events ingest handed over first, then a claim for the rest when it is due.
             let asked = wake.takeClaimRequest()
             return try await claims.after((verificationHandOffs?.take(upTo: free) ?? []).map(\.item), free: free, every: configuration.pollInterval,

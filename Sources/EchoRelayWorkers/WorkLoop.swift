@@ -17,7 +17,7 @@ struct WorkLoop: Sendable {
     let logger: Logger
 
     func run<Item: Sendable>(
-        until stopped: @escaping @Sendable () -> Bool,
+        until stopping: Flag,
         claim: @escaping @Sendable (Int) async throws -> [Item],
         process: @escaping @Sendable (Item) async -> WorkLeft
     ) async {
@@ -25,14 +25,14 @@ struct WorkLoop: Sendable {
         let lastClaimFull = Switch()
         var failures = 0
         await withDiscardingTaskGroup { group in
-            while !Task.isCancelled, !stopped() {
+            while !Task.isCancelled, !stopping.isSet {
                 let free = concurrency - inFlight.value
                 // Under load, slots free up one at a time; a claim per free slot would run the
                 // claim query once per item (for deliveries, a scan of every pending one).
                 // Waiting until a quarter of the slots are free claims in batches instead.
                 if free >= max(1, concurrency / 4) {
                     do {
-                        let items = try await unlessStopped(stopped) { try await claim(free) }
+                        let items = try await unlessStopped(stopping) { try await claim(free) }
                         failures = 0
                         lastClaimFull.isOn = items.count == free
                         for item in items {
@@ -40,7 +40,7 @@ struct WorkLoop: Sendable {
                             group.addTask {
                                 let left = await process(item)
                                 inFlight.add(-1)
-                                if left == .forClaim || lastClaimFull.isOn || stopped() {
+                                if left == .forClaim || lastClaimFull.isOn || stopping.isSet {
                                     wake.wake()
                                 } else if left == .inInbox {
                                     wake.wake(claim: false)
@@ -48,7 +48,7 @@ struct WorkLoop: Sendable {
                             }
                         }
                         if items.count == free { continue }  // there may be more due right now
-                    } catch is CancellationError where stopped() {
+                    } catch is CancellationError where stopping.isSet {
                         break
                     } catch {
                         failures += 1
@@ -71,22 +71,21 @@ struct WorkLoop: Sendable {
     }
 }
 
-/// Runs `work` unless `stopped()` turns true first, in which case `work` is cancelled and
-/// this throws `CancellationError`. A store call waiting for a database that is away would
-/// otherwise hold a graceful stop until the database came back.
+/// Runs `work` unless `stopping` is set first, in which case `work` is cancelled and this
+/// throws `CancellationError`. A store call waiting for a database that is away would
+/// otherwise hold a graceful stop until the database came back. The flag cancels the work
+/// when it is set: no timer polls it (a poll was a dispatch timer per claim, a wake-up
+/// of libdispatch's threads several times an event).
 func unlessStopped<Result: Sendable>(
-    _ stopped: @escaping @Sendable () -> Bool, _ work: @escaping @Sendable () async throws -> Result
+    _ stopping: Flag, _ work: @escaping @Sendable () async throws -> Result
 ) async throws -> Result {
-    try await withThrowingTaskGroup(of: Result?.self) { group in
-        group.addTask { try await work() }
-        group.addTask {
-            while !stopped() { try await Task.sleep(for: .milliseconds(100)) }
-            return nil
-        }
-        defer { group.cancelAll() }
-        guard let result = try await group.next() ?? nil else { throw CancellationError() }
-        return result
-    }
+    let task = Task { try await work() }
+    let registration = stopping.onSet { task.cancel() }
+    defer { stopping.forget(registration) }
+    let result = await withTaskCancellationHandler { await task.result } onCancel: { task.cancel() }
+    // Work that finished despite the stop is kept: a claim's items are leased to this process.
+    if case .failure = result, stopping.isSet { throw CancellationError() }
+    return try result.get()
 }
 
 /// What a finished item leaves for its loop, which looks again only when there is something.
@@ -114,11 +113,45 @@ final class Switch: Sendable {
     }
 }
 
-/// A flag set once, from any task.
+/// A flag set once, from any task, that tells the work registered with it when it is set.
 final class Flag: Sendable {
-    private let flag = Mutex(false)
-    var isSet: Bool { flag.withLock { $0 } }
-    func set() { flag.withLock { $0 = true } }
+    private struct State {
+        var isSet = false
+        var handlers: [Int: @Sendable () -> Void] = [:]
+        var nextKey = 0
+    }
+
+    private let state = Mutex(State())
+
+    var isSet: Bool { state.withLock { $0.isSet } }
+
+    func set() {
+        let handlers = state.withLock { state -> [@Sendable () -> Void] in
+            guard !state.isSet else { return [] }
+            state.isSet = true
+            defer { state.handlers = [:] }
+            return Array(state.handlers.values)
+        }
+        for handler in handlers { handler() }
+    }
+
+    /// Calls `handler` once when the flag is set, at once if it is set already; the key
+    /// returned is for `forget`.
+    func onSet(_ handler: @escaping @Sendable () -> Void) -> Int? {
+        let key = state.withLock { state -> Int? in
+            guard !state.isSet else { return nil }
+            state.nextKey += 1
+            state.handlers[state.nextKey] = handler
+            return state.nextKey
+        }
+        if key == nil { handler() }
+        return key
+    }
+
+    func forget(_ key: Int?) {
+        guard let key else { return }
+        _ = state.withLock { $0.handlers.removeValue(forKey: key) }
+    }
 }
 
 /// Says yes at most once per interval, for work that need not run at every call.
