@@ -76,6 +76,11 @@ public struct HAFormation: Sendable {
 
     public func state() async throws -> String { try await run("state") }
 
+    /// For a failed test: the state, whether each node is in recovery and read-only to a new
+    /// session, and its keeper's last transitions (pg_auto_failover keeps a promoted standby
+    /// read-only until the old primary's demote timeout has passed).
+    public func report() async -> String { (try? await run("report")) ?? "(no report)" }
+
     private static func isFree(_ port: Int) throws -> Bool {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw TestSetupError("socket() failed") }

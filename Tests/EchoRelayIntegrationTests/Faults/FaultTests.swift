@@ -131,7 +131,7 @@ import Glibc
                 do {
                     try await after.waitUntilDelivered(report.acknowledged, within: .seconds(120))
                 } catch {
-                    print("FAULT pg-auto-failover: serve's log after the failure below:\n\(serve.standardError.suffix(20_000))\n\(try await formation.state())")
+                    print("FAULT pg-auto-failover: serve's log after the failure below:\n\(serve.standardError.suffix(20_000))\n\(await formation.report())")
                     throw error
                 }
                 serve.signal(SIGTERM)
