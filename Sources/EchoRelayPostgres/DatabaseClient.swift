@@ -48,6 +48,8 @@ public final class DatabaseClient: Service, Sendable {
     private struct State {
         /// The pool of each host; a dropped host's is replaced.
         var pools: [PostgresClient]
+        /// Whether each pool keeps `warmConnections` open: only the host in use's does.
+        var warm: [Bool]
         /// The task running each pool, once `run()` started them.
         var running: [Task<Void, Never>?]
         /// One connection per host for the checks, apart from the pools' load; replaced with
@@ -77,11 +79,13 @@ public final class DatabaseClient: Service, Sendable {
         self.probeTimeout = probeTimeout
         self.checkInterval = checkInterval
         self.retryInterval = retryInterval
-        let pools = endpoints.configurations.map { Self.pool($0, logger: logger) }
-        self.hostCount = pools.count
+        self.hostCount = endpoints.configurations.count
         self.single = nil
-        self.checksHosts = pools.count > 1 || endpoints.sessions != .any
-        var state = State(pools: pools, running: Array(repeating: nil, count: pools.count))
+        self.checksHosts = hostCount > 1 || endpoints.sessions != .any
+        // One host that is not checked is in use from the start; checked ones warm up when chosen.
+        let warm = !checksHosts
+        let pools = endpoints.configurations.map { Self.pool($0, warm: warm, logger: logger) }
+        var state = State(pools: pools, warm: Array(repeating: warm, count: pools.count), running: Array(repeating: nil, count: pools.count))
         if checksHosts {
             state.monitors = endpoints.configurations.map { Self.monitor($0, probeTimeout: probeTimeout, logger: logger) }
             state.monitorsRunning = Array(repeating: nil, count: pools.count)
@@ -103,21 +107,24 @@ public final class DatabaseClient: Service, Sendable {
         self.checkInterval = .seconds(1)
         self.retryInterval = .milliseconds(250)
         self.hostCount = 1
-        self.state = Mutex(State(pools: [client], running: [nil]))
+        self.state = Mutex(State(pools: [client], warm: [false], running: [nil]))
     }
 
     /// A host's pool. postgres-nio starts a timer task (a task group, two tasks and a
     /// libdispatch timer, armed and later fired) each time a connection goes back to the pool:
     /// a keep-alive timer, and an idle timer for connections past the pool's minimum. At
     /// several statements an event that was a third of serve's context switches. So the pool
-    /// keeps `warmConnections` open, which the hot path's few concurrent statements use
-    /// (the pool leases the lowest free one), and runs no keep-alive query: a connection
-    /// that broke while idle fails its next statement, which drops the host and replaces the
-    /// pool, as a server that went away does.
-    private static func pool(_ configuration: PostgresClient.Configuration, logger: Logger) -> PostgresClient {
+    /// of the host in use is `warm`: it keeps `warmConnections` open, which the hot path's few
+    /// concurrent statements use (the pool leases the lowest free one), and runs no keep-alive
+    /// query: a connection that broke while idle fails its next statement, which drops the
+    /// host and replaces the pool, as a server that went away does. The other hosts' pools
+    /// open nothing (a standby needs no idle sessions, and a host that is down no retries).
+    private static func pool(_ configuration: PostgresClient.Configuration, warm: Bool, logger: Logger) -> PostgresClient {
         var configuration = configuration
-        configuration.options.keepAliveBehavior = nil
-        configuration.options.minimumConnections = min(warmConnections, configuration.options.maximumConnections)
+        if warm {
+            configuration.options.keepAliveBehavior = nil
+            configuration.options.minimumConnections = min(warmConnections, configuration.options.maximumConnections)
+        }
         return PostgresClient(configuration: configuration, backgroundLogger: logger)
     }
 
@@ -320,11 +327,13 @@ public final class DatabaseClient: Service, Sendable {
         for index in 0..<hostCount {
             switch await check(index) {
             case .success(true):
-                state.withLock { state in
+                let cold = state.withLock { state -> Task<Void, Never>? in
                     state.chosen = index
                     state.search = nil
                     state.failed = nil
+                    return warmUp(index, &state)
                 }
+                cold?.cancel()
                 logger.notice("database host chosen", metadata: ["db.host": "\(names[index])", "db.target": "\(sessions.rawValue)"])
                 return index
             case .success(false):
@@ -417,8 +426,10 @@ public final class DatabaseClient: Service, Sendable {
             if !state.stopped, pool.map({ $0 === current }) ?? true, state.running[index] != nil {
                 retired = state.running[index]
                 stuck = (state.leases.removeValue(forKey: ObjectIdentifier(current)) ?? [:]).values.map(\.connection)
-                let fresh = Self.pool(configurations[index], logger: logger)
+                // Cold until chosen again, unless it is the one host, which stays in use.
+                let fresh = Self.pool(configurations[index], warm: !checksHosts, logger: logger)
                 state.pools[index] = fresh
+                state.warm[index] = !checksHosts
                 state.running[index] = Task { await fresh.run() }
             }
             if state.chosen == index, checksHosts { state.chosen = nil }
@@ -432,6 +443,18 @@ public final class DatabaseClient: Service, Sendable {
             logger.warning(checksHosts ? "dropped the database host; choosing again" : "dropped the database host's connections; opening new ones",
                            metadata: ["db.host": "\(names[index])", "reason": "\(reason)"])
         }
+    }
+
+    /// Replaces host `index`'s pool, which nothing uses yet (it was not the host in use), with
+    /// a warm one; returns the old pool's task to cancel.
+    private func warmUp(_ index: Int, _ state: inout State) -> Task<Void, Never>? {
+        guard !state.warm[index], !state.stopped else { return nil }
+        let fresh = Self.pool(configurations[index], warm: true, logger: logger)
+        state.pools[index] = fresh
+        state.warm[index] = true
+        guard let cold = state.running[index] else { return nil }  // not started: run() starts the new one
+        state.running[index] = Task { await fresh.run() }
+        return cold
     }
 
     /// The pool lent a connection that had already closed.
