@@ -46,16 +46,16 @@ public func awaitResult<Value: Sendable>(
 }
 
 /// Resumes a continuation with the first answer given, and ignores the others.
-private final class FirstAnswer<Value: Sendable>: Sendable {
+public final class FirstAnswer<Value: Sendable>: Sendable {
     private let continuation: Mutex<CheckedContinuation<Result<Value, any Error>, Never>?>
 
-    init(_ continuation: CheckedContinuation<Result<Value, any Error>, Never>) {
+    public init(_ continuation: CheckedContinuation<Result<Value, any Error>, Never>) {
         self.continuation = Mutex(continuation)
     }
 
     /// True if this was the first answer.
     @discardableResult
-    func answer(_ result: Result<Value, any Error>) -> Bool {
+    public func answer(_ result: Result<Value, any Error>) -> Bool {
         guard let continuation = continuation.withLock({ $0.take() }) else { return false }
         continuation.resume(returning: result)
         return true

@@ -42,6 +42,10 @@ public final class DatabaseClient: Service, Sendable {
     let checkInterval: Duration
     /// While no host will do, how long a failed search is the answer before the next one.
     let retryInterval: Duration
+    /// How long a statement sent through `query` or `execute` may go without an answer before
+    /// its caller gets `StoreError.unavailable` and its host is dropped (a group commit's
+    /// flush is abandoned after the same time by default).
+    let statementLimit: Duration
     /// How many hosts (a monitor each, with several).
     private let hostCount: Int
 
@@ -62,6 +66,9 @@ public final class DatabaseClient: Service, Sendable {
         /// The connections leased through `withConnection` now, by pool, with a number each.
         var leases: [ObjectIdentifier: [Int: Leased]] = [:]
         var nextLease = 0
+        /// The statements sent through `query` and `execute` and not answered yet, by number.
+        var unanswered: [Int: Unanswered] = [:]
+        var nextStatement = 0
         /// A search under way, shared by every caller that needs a host meanwhile.
         var search: Task<Int, any Error>?
         /// The last failed search: its answer, and until when it stands.
@@ -71,7 +78,8 @@ public final class DatabaseClient: Service, Sendable {
     private let state: Mutex<State>
 
     public init(endpoints: DatabaseEndpoints, logger: Logger, probeTimeout: Duration = .seconds(2),
-                checkInterval: Duration = .seconds(1), retryInterval: Duration = .milliseconds(250)) {
+                checkInterval: Duration = .seconds(1), retryInterval: Duration = .milliseconds(250),
+                statementLimit: Duration = .seconds(60)) {
         self.configurations = endpoints.configurations
         self.names = endpoints.names
         self.sessions = endpoints.sessions
@@ -79,6 +87,7 @@ public final class DatabaseClient: Service, Sendable {
         self.probeTimeout = probeTimeout
         self.checkInterval = checkInterval
         self.retryInterval = retryInterval
+        self.statementLimit = statementLimit
         self.hostCount = endpoints.configurations.count
         self.single = nil
         self.checksHosts = hostCount > 1 || endpoints.sessions != .any
@@ -106,6 +115,7 @@ public final class DatabaseClient: Service, Sendable {
         self.probeTimeout = .seconds(2)
         self.checkInterval = .seconds(1)
         self.retryInterval = .milliseconds(250)
+        self.statementLimit = .seconds(60)
         self.hostCount = 1
         self.state = Mutex(State(pools: [client], warm: [false], running: [nil]))
     }
@@ -160,13 +170,17 @@ public final class DatabaseClient: Service, Sendable {
                 try? await Task.sleep(for: self.checkInterval)
                 guard !Task.isCancelled else { break }
                 self.dropHostsHeldPastTheirLimit()
+                self.failUnansweredStatements()
                 if self.checksHosts { await self.checkChosenHost() }
             }
         }
-        let running = state.withLock { state in
+        let (running, unanswered) = state.withLock { state in
             state.stopped = true
-            return state.running + state.monitorsRunning
+            defer { state.unanswered = [:] }
+            return (state.running + state.monitorsRunning, Array(state.unanswered.values))
         }
+        // Nothing fails a lost statement from now on: what still waits is told at once.
+        for statement in unanswered { _ = statement.fail(StoreError.unavailable("the database client stopped")) }
         for task in running { task?.cancel() }
         // A pool waits for its leased connections to come back; one whose statement was lost
         // never does, and must not hold the process's shutdown for ever. One bound for them
@@ -231,7 +245,7 @@ public final class DatabaseClient: Service, Sendable {
     public func query(_ query: PostgresQuery, logger: Logger? = nil) async throws -> PostgresRowSequence {
         let (index, client) = try await host()
         do {
-            return try await client.query(query, logger: logger)
+            return try await answered(index, client) { try await client.query(query, logger: logger) }
         } catch {
             throw failed(index, client, error)
         }
@@ -239,12 +253,81 @@ public final class DatabaseClient: Service, Sendable {
 
     public func execute<Statement: PostgresPreparedStatement, Row>(
         _ statement: Statement, logger: Logger? = nil
-    ) async throws -> AsyncThrowingMapSequence<PostgresRowSequence, Row> where Row == Statement.Row {
+    ) async throws -> AsyncThrowingMapSequence<PostgresRowSequence, Row> where Row == Statement.Row, Row: Sendable {
         let (index, client) = try await host()
         do {
-            return try await client.execute(statement, logger: logger)
+            return try await answered(index, client) { try await client.execute(statement, logger: logger) }
         } catch {
             throw failed(index, client, error)
+        }
+    }
+
+    // MARK: Statements that are never answered
+
+    /// A statement sent through `query` or `execute` and not answered yet.
+    struct Unanswered {
+        let pool: ObjectIdentifier
+        let host: Int
+        /// When it is given up: `statementLimit` after it was sent, or soon after its pool
+        /// was retired.
+        var deadline: ContinuousClock.Instant
+        /// Answers its caller with an error, unless it was answered already.
+        let fail: @Sendable (any Error) -> Bool
+    }
+
+    /// How long a statement may still take once its host was dropped and its pool retired.
+    static let retiredPoolGrace = Duration.seconds(2)
+
+    /// Runs `send` (a statement on host `index`'s pool `pool`) in a task of its own, and
+    /// answers with its result or, if it is never answered, with an error. postgres-nio's
+    /// pool can lend a connection that has just closed, and a statement written to it is lost
+    /// without an error: its caller would wait for ever. In the pg_auto_failover scenario the
+    /// delivery worker's claim did, after the failover, and nothing was delivered again.
+    /// The check loop of `run()` fails such a statement `statementLimit` after it was sent, or
+    /// `retiredPoolGrace` after its host was dropped (`failUnansweredStatements`).
+    func answered<Value: Sendable>(
+        _ index: Int, _ pool: PostgresClient, _ send: @escaping @Sendable () async throws -> Value
+    ) async throws -> Value {
+        guard single == nil else { return try await send() }  // no check loop runs
+        let number = state.withLock { state in
+            state.nextStatement += 1
+            return state.nextStatement
+        }
+        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<Value, any Error>, Never>) in
+            let once = FirstAnswer(continuation)
+            state.withLock { state in
+                state.unanswered[number] = Unanswered(pool: ObjectIdentifier(pool), host: index,
+                                                      deadline: .now + statementLimit) { once.answer(.failure($0)) }
+            }
+            Task {
+                let result = await Result { try await send() }
+                state.withLock { _ = $0.unanswered.removeValue(forKey: number) }
+                once.answer(result)
+            }
+        }
+        return try result.get()
+    }
+
+    /// Fails the statements past their deadline (see `answered`), and drops the host of each
+    /// one whose pool was still in use: it stopped answering.
+    func failUnansweredStatements() {
+        let now = ContinuousClock.now
+        let due = state.withLock { state -> [(statement: Unanswered, poolInUse: Bool)] in
+            let due = state.unanswered.filter { $0.value.deadline <= now }
+            for number in due.keys { state.unanswered[number] = nil }
+            return due.values.map { ($0, ObjectIdentifier(state.pools[$0.host]) == $0.pool) }
+        }
+        guard !due.isEmpty else { return }
+        // The host first, so that a caller trying again at once gets a new pool.
+        for index in Set(due.filter(\.poolInUse).map(\.statement.host)).sorted() {
+            drop(index, because: "a statement was not answered within \(DurationText.format(statementLimit)) (the server stopped answering?)")
+        }
+        logger.warning("giving up statements that the database never answered (sent on a connection that had closed?)",
+                       metadata: ["db.statements": "\(due.count)"])
+        for (statement, poolInUse) in due {
+            _ = statement.fail(poolInUse
+                ? StoreError.unavailable("the database host \(names[statement.host]) did not answer a statement within \(DurationText.format(statementLimit))")
+                : StoreError.unavailable("the database host \(names[statement.host]) went away"))
         }
     }
 
@@ -426,6 +509,12 @@ public final class DatabaseClient: Service, Sendable {
             if !state.stopped, pool.map({ $0 === current }) ?? true, state.running[index] != nil {
                 retired = state.running[index]
                 stuck = (state.leases.removeValue(forKey: ObjectIdentifier(current)) ?? [:]).values.map(\.connection)
+                // A statement lost on one of its closed connections would wait for ever; a live
+                // one has a moment to end.
+                let grace = ContinuousClock.now + Self.retiredPoolGrace
+                for (number, statement) in state.unanswered where statement.pool == ObjectIdentifier(current) {
+                    state.unanswered[number]?.deadline = min(statement.deadline, grace)
+                }
                 // Cold until chosen again, unless it is the one host, which stays in use.
                 let fresh = Self.pool(configurations[index], warm: !checksHosts, logger: logger)
                 state.pools[index] = fresh
