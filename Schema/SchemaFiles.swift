@@ -25,6 +25,7 @@ public enum SchemaFiles {
         File(version: 13, name: "013_recover.sql", sql: text(PackageResources._13_recover_sql)),
         File(version: 14, name: "014_retention.sql", sql: text(PackageResources._14_retention_sql)),
         File(version: 15, name: "015_no_parent_locks.sql", sql: text(PackageResources._15_no_parent_locks_sql)),
+        File(version: 16, name: "016_keys_carry_the_user.sql", sql: text(PackageResources._16_keys_carry_the_user_sql)),
     ]
 
     /// SQLite migrations for the embedded store, in the order they apply. Their names carry

@@ -26,6 +26,6 @@ WITH next AS (
            'https://api.example.com/1.1/account/verify_credentials.json',
            'OAuth oauth_consumer_key="echorelay-bench", oauth_nonce="73e31341ab7575f17554045397255c89", oauth_signature="fvxr3loNZVGfGCvjmzOSDyykkks%3D", oauth_signature_method="HMAC-SHA1", oauth_timestamp="1795527126", oauth_token="1000001562-68b6156cde904792ecb40424fa74cc63cb25cd27", oauth_version="1.0"'
     FROM next
-    RETURNING id
+    RETURNING id, user_id
 )
-INSERT INTO work_items (kind, event_id) SELECT 'verify', id FROM stored;
+INSERT INTO work_items (kind, event_id, user_id) SELECT 'verify', id, user_id FROM stored;

@@ -40,10 +40,10 @@ struct IngestStatement: PostgresPreparedStatement {
                    next.last_sequence - counts.n + row_number() OVER (PARTITION BY f.user_id ORDER BY f.position),
                    f.type, f.occurred_at, f.fingerprint, nullif(f.phone, ''), f.provider, f.echo_auth
             FROM input f JOIN counts USING (user_id) JOIN next USING (user_id)
-            RETURNING id, sequence
+            RETURNING id, user_id, sequence
         ), work AS (
-            INSERT INTO work_items (kind, event_id, lease_owner, lease_expires_at, due_at, attempts)
-            SELECT 'verify', id, $10::text, now() + make_interval(secs => $11::float8),
+            INSERT INTO work_items (kind, event_id, user_id, lease_owner, lease_expires_at, due_at, attempts)
+            SELECT 'verify', id, user_id, $10::text, now() + make_interval(secs => $11::float8),
                    now() + make_interval(secs => coalesce($11::float8, 0)), CASE WHEN $10::text IS NULL THEN 0 ELSE 1 END
             FROM stored
             RETURNING id, event_id

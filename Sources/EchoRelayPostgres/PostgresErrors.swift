@@ -10,6 +10,12 @@ extension PSQLError {
         sqlState == "23505" && serverInfo?[.constraintName] == constraint
     }
 
+    /// A unique violation of any key. Ingest takes one for an event id stored before and
+    /// answers from the stored rows, whatever the key's name: on tables partitioned by user
+    /// (docs/scaling.md) PostgreSQL names the partition's key (`events_p2_pkey`), not
+    /// `events_pkey`. If no row has the id, the violation was another key's, and says so.
+    var isUniqueViolation: Bool { sqlState == "23505" }
+
     /// True when the database could not be reached or the connection broke: the request
     /// may succeed later, so callers answer 503 rather than 500.
     var isConnectionFailure: Bool {

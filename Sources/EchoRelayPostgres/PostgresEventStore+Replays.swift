@@ -322,7 +322,9 @@ extension PostgresEventStore: ReplayStore {
                     echo_service_provider = \(echo.serviceProvider), echo_authorization = \(echo.authorization.revealed)
                 WHERE id = \(eventID)
                 """, logger: logger)
-            try await connection.query("INSERT INTO work_items (kind, event_id) VALUES ('verify', \(eventID))", logger: logger)
+            try await connection.query(
+                "INSERT INTO work_items (kind, event_id, user_id) SELECT 'verify', id, user_id FROM events WHERE id = \(eventID)",
+                logger: logger)
             try await Self.audit(on: connection, logger: logger, actor: actor, action: "event.reverify", target: eventID,
                                  filter: nil, matched: 1, reason: reason)
         }

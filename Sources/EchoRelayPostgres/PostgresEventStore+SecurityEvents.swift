@@ -42,7 +42,7 @@ extension PostgresEventStore: SecurityEventStore {
                         \(ByteBuffer(bytes: received.fingerprint)), \(phone), 'set')
                 """, logger: logger)
             try await connection.query(
-                "INSERT INTO work_items (kind, event_id) VALUES ('verify', \(eventID))", logger: logger
+                "INSERT INTO work_items (kind, event_id, user_id) VALUES ('verify', \(eventID), \(userID))", logger: logger
             )
             try await connection.query("""
                 UPDATE security_events SET event_id = \(eventID) WHERE issuer = \(received.issuer) AND jti = \(received.jti)

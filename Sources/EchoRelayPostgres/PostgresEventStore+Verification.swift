@@ -286,7 +286,7 @@ struct FinishRoundStatement: PostgresPreparedStatement {
                    CASE WHEN n.leased THEN now() + make_interval(secs => n.hand_lease) END,
                    CASE WHEN n.leased THEN 1 ELSE 0 END
             FROM new n
-            ON CONFLICT (event_id, subscription_id) WHERE replay_id IS NULL DO NOTHING
+            ON CONFLICT (event_id, subscription_id, user_id) WHERE replay_id IS NULL DO NOTHING
             RETURNING id, event_id, parked_at, lease_owner
         ), woken AS (
             SELECT pg_notify('\(PostgresWorkNotifications.channel)', $2::text)

@@ -94,7 +94,7 @@ public struct PostgresEventStore: EventStore {
             var handedOff = false
             do {
                 (stored, handedOff) = try await insert(fresh.map { events[$0] }, on: connection, wakePayload: wakePayload, handOffs: handOffs, logger: logger)
-            } catch let error as PSQLError where error.isUniqueViolation(constraint: "events_pkey") {
+            } catch let error as PSQLError where error.isUniqueViolation {
                 // Retries among them: those are answered from their rows below; the rest go again.
                 let existing = try await storedRows(ids: fresh.map { events[$0].id }, on: connection, logger: logger)
                 storedBefore += fresh.filter { existing[events[$0].id] != nil }
@@ -138,7 +138,7 @@ public struct PostgresEventStore: EventStore {
             if let sequence = stored[event.id] {
                 return IngestReceipt(id: event.id, sequence: sequence, isDuplicate: false, handedOff: handedOff)
             }
-        } catch let error as PSQLError where error.isUniqueViolation(constraint: "events_pkey") {
+        } catch let error as PSQLError where error.isUniqueViolation {
             // Stored before (a retry), or by another process at the same moment: answered from its row below.
         } catch {
             throw StoreError.wrap(error)
@@ -198,7 +198,7 @@ public struct PostgresEventStore: EventStore {
 
     /// A retry's answer from its stored row: the first receipt, or a conflict if the body differs.
     private static func receipt(for event: IncomingEvent, from stored: (sequence: Int64, fingerprint: Data)?) throws -> IngestReceipt {
-        guard let stored else { throw StoreError.unexpected("event vanished after a duplicate-key error") }
+        guard let stored else { throw StoreError.unexpected("a unique key refused event \(event.id), and no event has its id") }
         guard Array(stored.fingerprint) == event.fingerprint else { throw IngestError.conflict(id: event.id) }
         return IngestReceipt(id: event.id, sequence: stored.sequence, isDuplicate: true)
     }

@@ -26,10 +26,10 @@ final class SealingHarness: @unchecked Sendable {
 
     static func with(_ kind: StoreKind, _ body: @Sendable (SealingHarness) async throws -> Void) async throws {
         switch kind {
-        case .postgres:
+        case .postgres, .postgresByUser:
             try await TestDatabase.withFresh { database in
                 try await database.withClient { client in
-                    _ = try await Migrator(client: client, logger: TestLogger.quiet).migrate()
+                    try await StoreHarness.migrate(client, for: kind)
                     try await body(SealingHarness(.postgres(client)))
                 }
             }

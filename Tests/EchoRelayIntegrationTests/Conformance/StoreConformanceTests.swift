@@ -796,11 +796,11 @@ import TestSupport
     @Test(arguments: StoreKind.all)
     func aSecondStoreOnTheSameDatabase(kind: StoreKind) async throws {
         switch kind {
-        case .postgres:
+        case .postgres, .postgresByUser:
             try await TestDatabase.withFresh { database in
                 try await database.withClient { first in
                     try await database.withClient { second in
-                        _ = try await Migrator(client: first, logger: TestLogger.quiet).migrate()
+                        try await StoreHarness.migrate(first, for: kind)
                         let stores = [PostgresEventStore(client: first, logger: TestLogger.quiet),
                                       PostgresEventStore(client: second, logger: TestLogger.quiet)]
                         for index in 0..<20 { try await stores[0].ingest("e\(index)", user: "u\(index)") }

@@ -12,21 +12,23 @@ import Testing
 /// argument, so a behaviour is proven on each store by the same code.
 enum StoreKind: String, CaseIterable, Sendable, CustomTestStringConvertible {
     case postgres, sqlite
+    /// PostgreSQL with the per-user tables hash-partitioned by user id (`PartitionByUser`).
+    case postgresByUser = "postgres partitioned by user"
 
     var testDescription: String { rawValue }
 
     /// The stores in the suite.
-    static let all: [StoreKind] = [.postgres, .sqlite]
+    static let all: [StoreKind] = [.postgres, .sqlite, .postgresByUser]
 }
 
 /// A fresh, migrated store of one kind for one test.
 enum StoreHarness {
     static func withStore(_ kind: StoreKind, _ body: @Sendable (any EchoRelayStore) async throws -> Void) async throws {
         switch kind {
-        case .postgres:
+        case .postgres, .postgresByUser:
             try await TestDatabase.withFresh { database in
                 try await database.withClient { client in
-                    _ = try await Migrator(client: client, logger: TestLogger.quiet).migrate()
+                    try await migrate(client, for: kind)
                     // A wait well past the seconds a test process on 2 cores can stall while the
                     // rest of the suite computes: these tests are about what is stored, not the 503.
                     try await body(PostgresEventStore(client: client, logger: TestLogger.quiet, ingestWait: .seconds(60)))
@@ -46,6 +48,14 @@ enum StoreHarness {
                 throw error
             }
         }
+    }
+}
+
+extension StoreHarness {
+    /// Migrates a fresh PostgreSQL database, and partitions it by user for `.postgresByUser`.
+    static func migrate(_ client: PostgresClient, for kind: StoreKind) async throws {
+        _ = try await Migrator(client: client, logger: TestLogger.quiet).migrate()
+        if kind == .postgresByUser { try await client.query(PostgresQuery(unsafeSQL: PartitionByUser.sql)) }
     }
 }
 
