@@ -97,8 +97,8 @@ WITH input AS (
     -- delivery may sit in the same batch, and only the lease holder's counts.
     SELECT x.* FROM input x JOIN updated u ON u.position = x.position
 ), stored AS (
-    INSERT INTO delivery_attempts (delivery_id, started_at, duration_ms, status_code, error_kind, error, response_head)
-    SELECT delivery_id, to_timestamp(started_at), duration_ms, status_code, error_kind, error, response_head
+    INSERT INTO delivery_attempts (delivery_id, user_id, started_at, duration_ms, status_code, error_kind, error, response_head)
+    SELECT delivery_id, user_id, to_timestamp(started_at), duration_ms, status_code, error_kind, error, response_head
     FROM kept ORDER BY position
 ), unparked AS (
     -- A delivery final now lets the next one of its queue go, if it was parked

@@ -67,7 +67,7 @@ WITH batch AS (
 ), finished AS (
     UPDATE deliveries SET status = 'delivered', finished_at = now(), lease_owner = NULL, lease_expires_at = NULL
     WHERE event_id IN (SELECT id FROM batch) AND status = 'pending'
-    RETURNING id
+    RETURNING id, user_id
 )
-INSERT INTO delivery_attempts (delivery_id, started_at, duration_ms, status_code)
-SELECT id, now(), 1, 204 FROM finished;
+INSERT INTO delivery_attempts (delivery_id, user_id, started_at, duration_ms, status_code)
+SELECT id, user_id, now(), 1, 204 FROM finished;
