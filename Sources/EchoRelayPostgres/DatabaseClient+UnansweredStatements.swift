@@ -34,17 +34,26 @@ extension DatabaseClient {
             state.nextStatement += 1
             return state.nextStatement
         }
-        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<Value, any Error>, Never>) in
-            let once = FirstAnswer(continuation)
-            state.withLock { state in
-                state.unanswered[number] = Unanswered(pool: ObjectIdentifier(pool), host: index,
-                                                      deadline: .now + statementLimit) { once.answer(.failure($0)) }
+        let sending = Mutex<Task<Void, Never>?>(nil)
+        let result = await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Result<Value, any Error>, Never>) in
+                let once = FirstAnswer(continuation)
+                state.withLock { state in
+                    state.unanswered[number] = Unanswered(pool: ObjectIdentifier(pool), host: index,
+                                                          deadline: .now + statementLimit) { once.answer(.failure($0)) }
+                }
+                let task = Task {
+                    let result = await Result { try await send() }
+                    state.withLock { _ = $0.unanswered.removeValue(forKey: number) }
+                    once.answer(result)
+                }
+                sending.withLock { $0 = task }
+                if Task.isCancelled { task.cancel() }
             }
-            Task {
-                let result = await Result { try await send() }
-                state.withLock { _ = $0.unanswered.removeValue(forKey: number) }
-                once.answer(result)
-            }
+        } onCancel: {
+            // As if the caller sent it itself: a statement still waiting for a connection
+            // (the database away) gives up, so a stop is not held.
+            sending.withLock { $0 }?.cancel()
         }
         return try result.get()
     }

@@ -92,6 +92,27 @@ import TestSupport
         }
     }
 
+    /// A caller cancelled while its statement waits for a connection (the database away)
+    /// gets its answer at once, as when it sent the statement itself: a graceful stop of serve
+    /// cancels its workers' store calls and must not wait for the statement limit.
+    @Test func aCallerCancelledWhileTheDatabaseIsAwayIsAnsweredAtOnce() async throws {
+        try await PrivatePostgres.withServer { server in
+            let logs = LogCapture()
+            let client = DatabaseClient(endpoints: try DatabaseURL.endpoints(server.database.url), logger: logs.logger)
+            try await DatabaseClient.withRunning(client) { client in
+                #expect(try await Self.answersSoon(client))
+                try await server.stop()
+                let waiting = Task { try await client.query("SELECT 1") }
+                try await Task.sleep(for: .milliseconds(300))
+                waiting.cancel()
+                let answer = await awaitResult(within: .seconds(10)) { try await waiting.value }
+                guard case .failure(let error) = answer else { Issue.record("a statement went through with the database away"); return }
+                #expect(!(error is TimeoutError), "the cancelled caller was still waiting after 10 s")
+                try await server.start()
+            }
+        }
+    }
+
     /// Runs `body` with a client through a proxy whose connections, open once a statement has
     /// gone through, stop answering (at once, or when `body` says).
     private func withSilencedConnections(

@@ -26,19 +26,22 @@ import Testing
                     for index in 1...3 { try await store.ingest("\(user)-\(index)", user: user) }
                 }
                 try await store.verifyAll()
+                try await store.deliverAll()
+                // One more event each, left unverified: its work item stays.
+                for user in ["alice", "bob", "carol", "dave"] { try await store.ingest("\(user)-4", user: user) }
                 // Each user's rows of every partitioned table, by the partition that holds them.
-                let placed = try await client.query("""
-                    SELECT user_id, array_agg(DISTINCT tableoid::regclass::text ORDER BY tableoid::regclass::text) FROM (
-                        SELECT tableoid, user_id FROM events UNION ALL SELECT tableoid, user_id FROM deliveries
-                        UNION ALL SELECT tableoid, user_id FROM user_sequences UNION ALL SELECT tableoid, user_id FROM users
-                    ) rows GROUP BY user_id ORDER BY user_id
-                    """).decode((String, [String]).self).gathered()
+                let union = PartitionByUser.tables.map { "SELECT tableoid, user_id FROM \($0)" }.joined(separator: " UNION ALL ")
+                let placed = try await client.query(PostgresQuery(unsafeSQL: """
+                    SELECT user_id, array_agg(DISTINCT tableoid::regclass::text ORDER BY tableoid::regclass::text)
+                    FROM (\(union)) placed GROUP BY user_id ORDER BY user_id
+                    """)).decode((String, [String]).self).gathered()
                 #expect(placed.count == 4)
                 for (user, partitions) in placed {
                     let suffixes = Set(partitions.map { $0.split(separator: "_").last.map(String.init) ?? "" })
-                    #expect(partitions.count == 4 && suffixes.count == 1, "\(user)'s rows are in one partition of each table: \(partitions)")
+                    #expect(partitions.count == PartitionByUser.tables.count && suffixes.count == 1,
+                            "\(user)'s rows are in one partition of each table: \(partitions)")
                 }
-                #expect(try await database.count("deliveries") == 12, "each event fanned out to the subscription")
+                #expect(try await database.count("deliveries", where: "status = 'delivered'") == 12, "each event delivered to the subscription")
             }
         }
     }
