@@ -25,7 +25,8 @@ extension DatabaseClient {
     /// without an error: its caller would wait for ever. In the pg_auto_failover scenario the
     /// delivery worker's claim did, after the failover, and nothing was delivered again.
     /// The check loop of `run()` fails such a statement `statementLimit` after it was sent, or
-    /// `retiredPoolGrace` after its host was dropped (`failUnansweredStatements`).
+    /// `retiredPoolGrace` after its host was dropped (`failUnansweredStatements`). The caller's
+    /// cancellation reaches the statement's task, as if the caller had sent it itself.
     func answered<Value: Sendable>(
         _ index: Int, _ pool: PostgresClient, _ send: @escaping @Sendable () async throws -> Value
     ) async throws -> Value {
