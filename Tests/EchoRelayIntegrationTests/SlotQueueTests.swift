@@ -67,9 +67,12 @@ import Testing
 @Suite struct StaleHandOffTests {
     @Test func handOffsThatWaitedPastTheirTimeGoToAClaimAfterTheirLeaseAndOutOnce() async throws {
         let deliveries = 8
-        try await OneSubscription.run(answeringAfter: .milliseconds(400)) { store, subscription, subscriber in
+        try await OneSubscription.run(answeringAfter: .milliseconds(800)) { store, subscription, subscriber in
             var settings = subscription.settings
-            settings.lease = .seconds(4)
+            // A hand-off sent at the last moment (3.5 s) is answered by 4.3 s, and its record
+            // has 3.7 s before the lease ends: under the whole suite's load on 2 cores a
+            // record took more than the 2.1 s a 4 s lease left, and its delivery went twice.
+            settings.lease = .seconds(8)
             settings.timeout = .seconds(1)
             settings.pollInterval = .milliseconds(200)
             let inbox = DeliveryWorker.inbox(owner: "worker", configuration: settings)
@@ -78,9 +81,9 @@ import Testing
             let worker = OneSubscription.start(store, settings, inbox, wake: WakeSignal(), claim: false)
             defer { worker.cancel() }
 
-            // One at a time, 0.4 s each: about four go out within the 1.5 s a hand-off may
-            // wait; the rest wait for their 4 s leases to lapse.
-            try await waitUntil(within: .seconds(20), "every delivery (\(subscriber.arrivals.count) so far)") {
+            // One at a time, 0.8 s each: about four go out within the 3.5 s a hand-off may
+            // wait; the rest wait for their 8 s leases to lapse.
+            try await waitUntil(within: .seconds(30), "every delivery (\(subscriber.arrivals.count) so far)") {
                 subscriber.arrivals.count >= deliveries
             }
             try await Task.sleep(for: .milliseconds(500))  // a second copy of any would arrive by now

@@ -10,8 +10,12 @@ import TestSupport
 /// path that drops packets) must not hold the ingest committer, and every request queued
 /// behind it, until TCP gives up hours later: past the flush's limit the host's connections are
 /// closed and its pool replaced, and later ingests go out on a new connection, with one host
-/// as with several.
-@Suite(.timeLimit(.minutes(2))) struct StalledConnectionTests {
+/// as with several. A statement that is never answered fails too, instead of holding its
+/// caller.
+///
+/// One test at a time: each starts a PostgreSQL server of its own, and four at once weigh on
+/// the rest of the suite's timing on 2 cores.
+@Suite(.serialized, .timeLimit(.minutes(2))) struct StalledConnectionTests {
     @Test func aFlushOnAConnectionThatStopsAnsweringIsClosedAndIngestGoesOnOnANewOne() async throws {
         // A server of its own: connections of the shared one left silent could hold up other
         // tests' statements there (dropping the test's database waits for their backends).
