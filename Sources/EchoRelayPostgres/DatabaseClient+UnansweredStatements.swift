@@ -31,17 +31,17 @@ extension DatabaseClient {
         _ index: Int, _ pool: PostgresClient, _ send: @escaping @Sendable () async throws -> Value
     ) async throws -> Value {
         guard single == nil else { return try await send() }  // no check loop runs
-        let number = state.withLock { state in
-            state.nextStatement += 1
-            return state.nextStatement
-        }
         let sending = Mutex<Task<Void, Never>?>(nil)
         let result = await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Result<Value, any Error>, Never>) in
                 let once = FirstAnswer(continuation)
-                state.withLock { state in
-                    state.unanswered[number] = Unanswered(pool: ObjectIdentifier(pool), host: index,
-                                                          deadline: .now + statementLimit) { once.answer(.failure($0)) }
+                let watched = Unanswered(pool: ObjectIdentifier(pool), host: index,
+                                         deadline: .now + statementLimit) { once.answer(.failure($0)) }
+                // Numbered and watched in one lock: this runs for every statement.
+                let number = state.withLock { state in
+                    state.nextStatement += 1
+                    state.unanswered[state.nextStatement] = watched
+                    return state.nextStatement
                 }
                 let task = Task {
                     let result = await Result { try await send() }
