@@ -48,6 +48,9 @@ public final class WakeSignal: Sendable {
         for waiter in waiters { waiter.resume() }
     }
 
+    /// Whether a wake asked for a claim that has not been taken yet.
+    public var hasClaimRequest: Bool { state.withLock { $0.claimRequested } }
+
     /// Whether a wake since the last call asked for a claim; the request is taken.
     public func takeClaimRequest() -> Bool {
         state.withLock { state in

@@ -29,22 +29,37 @@ final class ClaimPacing: Sendable {
         _ handed: [Item], free: Int, every interval: Duration, asked: Bool, claim: (_ room: Int) async throws -> [Item]
     ) async throws -> [Item] {
         let room = free - handed.count
-        let due = state.withLock { state in
+        guard due(room: room, every: interval, asked: asked) else { return handed }
+        let claimed: [Item]
+        do {
+            claimed = try await claim(room)
+        } catch {
+            failed()
+            throw error
+        }
+        ended(found: claimed.count, room: room)
+        return handed + claimed
+    }
+
+    /// Whether a claim with `room` slots is due now; when it is, the ask (this one or one kept
+    /// from before) is taken, and the caller claims and then says `ended` or `failed`.
+    func due(room: Int, every interval: Duration, asked: Bool) -> Bool {
+        state.withLock { state in
             state.asked = state.asked || asked
             let due = room > 0 && (state.asked || state.full || state.at.map { ContinuousClock.now - $0 >= interval } ?? true)
             if due { state.asked = false }
             return due
         }
-        guard due else { return handed }
-        let claimed: [Item]
-        do {
-            claimed = try await claim(room)
-        } catch {
-            state.withLock { $0.asked = true }  // the loop tries again after its back-off
-            throw error
-        }
-        let full = againAfterAnyFind ? !claimed.isEmpty : claimed.count == room
+    }
+
+    /// A claim with `room` slots found `found` items.
+    func ended(found: Int, room: Int) {
+        let full = againAfterAnyFind ? found > 0 : found == room
         state.withLock { $0.at = ContinuousClock.now; $0.full = full }
-        return handed + claimed
+    }
+
+    /// A claim failed: the next call claims again (the loop tries again after its back-off).
+    func failed() {
+        state.withLock { $0.asked = true }
     }
 }

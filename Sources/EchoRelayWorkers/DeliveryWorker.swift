@@ -66,6 +66,13 @@ public struct DeliveryWorker: Service, CustomStringConvertible {
     /// subscription's: one slow subscriber held them all up while its own went back to the
     /// inbox's front.
     let waitingForSlot = SlotQueue()
+    /// What claims leased, waiting for their subscriptions' slots: with a claim's cap above
+    /// the subscription's (`claimCap`), a slot that frees takes one at once.
+    let claimedAhead = SlotQueue()
+    let claimRunner = ClaimRunner()
+    let claimFailures = Counter()
+    /// Set at a graceful stop: the loop ends, and a claim running is cancelled.
+    let stopping = Flag()
     /// Deliveries whose webhook has been answered and whose attempt is being recorded: they
     /// keep their lease until the record commits (and a sibling's linger), but no longer a
     /// slot of their subscription's cap, so a claim does not count them.
@@ -90,7 +97,6 @@ public struct DeliveryWorker: Service, CustomStringConvertible {
     public func run() async throws {
         let client = WebhookClient(timeout: configuration.timeout, caFile: configuration.subscriberCAFile,
                                    connectionsPerHost: configuration.concurrency)
-        let stopping = Flag()
         await withGracefulShutdownHandler {
             await ready.wait()
             let loop = WorkLoop(concurrency: configuration.concurrency, pollInterval: configuration.pollInterval,
@@ -108,6 +114,7 @@ public struct DeliveryWorker: Service, CustomStringConvertible {
             wake.wake()
             ready.open()
         }
+        await claimRunner.finish()
         await releaseWaitingHandOffs()
         await client.shutdown()
     }
@@ -115,7 +122,8 @@ public struct DeliveryWorker: Service, CustomStringConvertible {
     /// At a stop, gives back the hand-offs that never went out, so that another process
     /// sends them at once rather than when their leases lapse: under a backlog, thousands.
     func releaseWaitingHandOffs() async {
-        let waiting = handOffs.take(upTo: .max).map(\.item) + waitingForSlot.take(upTo: .max) { _ in .max }.map(\.item)
+        let waiting = handOffs.take(upTo: .max).map(\.item)
+            + (waitingForSlot.take(upTo: .max) { _ in .max } + claimedAhead.take(upTo: .max) { _ in .max }).map(\.item.deliveryID)
         guard !waiting.isEmpty else { return }
         // Bounded: a database that is away must not hold the stop (the leases lapse instead).
         switch await awaitResult(within: .seconds(5), { [store, owner] in try await store.releaseDeliveries(ids: waiting, owner: owner) }) {
@@ -145,43 +153,99 @@ public struct DeliveryWorker: Service, CustomStringConvertible {
     /// longer is forgotten; once its lease lapses, a claim takes it.
     var sendableFor: Duration { (configuration.lease - configuration.timeout) / 2 }
 
-    /// What to send next: a claim for the free slots first, when a wake asked for one (work
-    /// made due that nobody was handed, another process's notice), or the last claim came
-    /// back full, or a poll interval has passed; then the deliveries handed off to this
-    /// process — those of a subscription at its cap wait for one of its deliveries to end
-    /// (`waitingForSlot`), and the others go past them. Deliveries of one event go out as a
-    /// group whose attempts are written together.
+    /// What to send next: first what a claim leased ahead for the slots that have freed since
+    /// (`claimedAhead`); then a claim, when a wake asked for one (work made due that nobody was
+    /// handed, another process's notice), or the last claim found something, or a poll
+    /// interval has passed; then the deliveries handed off to this process — those of a
+    /// subscription at its cap wait for one of its deliveries to end (`waitingForSlot`), and
+    /// the others go past them. Deliveries of one event go out as a group whose attempts are
+    /// written together.
     func nextDeliveries(upTo free: Int) async throws -> [Outgoing] {
-        let asked = wake.takeClaimRequest()
         let cap = configuration.perSubscriptionConcurrency
         forgetStaleHandOffs()
-        // A claim, when one is due, goes first: what only a claim finds (a queue's head that an
-        // outcome or the sweeper unparked, retries come due, other processes' work) is older
-        // than what waits here. Hand-offs waiting in memory hold a lease but no slot,
-        // so the claim's cap does not count them, as it does not count answered webhooks:
-        // else under a backlog the claim found every slot taken by them, and what only it
-        // finds waited until the flow of hand-offs stopped (run S's overload: 15.7 s after
-        // verification at the median for those, milliseconds for the rest).
-        let claimed = try await claims.after([DeliveryTask](), free: free, every: configuration.pollInterval, asked: asked) { room in
-            let claimed = try await store.claimDeliveries(owner: owner, limit: room, lease: configuration.lease,
-                                                          perSubscriptionCap: cap,
-                                                          answered: answered.all + handOffs.items + waitingForSlot.ids)
-            inFlight.started(claimed)
-            return claimed
-        }
-        let room = free - claimed.count
-        let slotted = waitingForSlot.take(upTo: room) { inFlight.room(for: $0, cap: cap) }
-        let taken = slotted + handOffs.take(upTo: room - slotted.count)
+        let (ahead, aheadToCheck) = takeClaimedAhead(upTo: free, cap: cap)
+        startClaim(free: free - ahead.count - aheadToCheck.count)
+        let room = free - ahead.count - aheadToCheck.count
+        let slotted = aheadToCheck + waitingForSlot.take(upTo: room) { inFlight.room(for: $0, cap: cap) }
+        let taken = slotted.map { HandedOff($0.item.deliveryID, at: $0.at) } + handOffs.take(upTo: room - slotted.count)
         let handedOffAt = Dictionary(taken.map { ($0.item, $0.at) }, uniquingKeysWith: min)
         // Loaded again, not kept from before: only leases still this process's come back.
         let loaded = taken.isEmpty ? [] : try await store.leasedDeliveries(ids: taken.map(\.item), owner: owner)
         // Those that waited for a slot first: the room was counted for them.
-        let waited = Set(slotted.map(\.item))
+        let waited = Set(slotted.map(\.item.deliveryID))
         let (handed, overCap) = inFlight.admit(loaded.filter { waited.contains($0.deliveryID) }
                                                  + loaded.filter { !waited.contains($0.deliveryID) }, cap: cap)
         waitingForSlot.add(overCap) { handedOffAt[$0] ?? .now }
-        return Outgoing.grouped(claimed + handed, linger: configuration.siblingLinger) { records in await writeAttempts(records) }
+        return Outgoing.grouped(ahead + handed, linger: configuration.siblingLinger) { records in
+            await writeAttempts(records)
+        }
     }
+
+    /// Starts a claim beside the loop when one is due and none is running: when a wake asked
+    /// for one (work made due that nobody was handed, another process's notice), or the last
+    /// claim found something, or a poll interval has passed. A claim, when one is due, goes
+    /// before the inbox: what only a claim finds (a queue's head that an outcome or the sweeper
+    /// unparked, retries come due, other processes' work) is older than what waits there, so
+    /// what it leases waits in `claimedAhead`, which the loop serves first. Hand-offs waiting
+    /// in memory hold a lease but no slot, so the claim's cap does not count them, as it does
+    /// not count answered webhooks: else under a backlog the claim found every slot taken by
+    /// them, and what only it finds waited until the flow of hand-offs stopped (run S's
+    /// overload: 15.7 s after verification at the median for those, milliseconds for the rest).
+    func startClaim(free: Int) {
+        guard !claimRunner.isRunning,
+              claims.due(room: free, every: configuration.pollInterval, asked: wake.takeClaimRequest()) else { return }
+        // Read now, before this turn takes hand-offs from the inbox: one taken and not yet
+        // admitted or waiting for a slot would be in neither list, and count as a slot taken.
+        let holdingNoSlot = answered.all + handOffs.items + waitingForSlot.ids
+        claimRunner.start { [self] in
+            do {
+                let claimed = try await unlessStopped(stopping) { [self] in
+                    try await store.claimDeliveries(owner: owner, limit: free, lease: configuration.lease, perSubscriptionCap: claimCap,
+                                                    answered: holdingNoSlot)
+                }
+                claims.ended(found: claimed.count, room: free)
+                claimFailures.reset()
+                claimedAhead.add(claimed) { _ in .now }
+                // The loop looks again: at what was claimed, or at an ask that came meanwhile.
+                if !claimed.isEmpty || wake.hasClaimRequest { wake.wake(claim: false) }
+            } catch is CancellationError where stopping.isSet {
+                return
+            } catch {
+                claims.failed()
+                logger.error("claiming deliveries failed", metadata: ["error": "\(error)"])
+                // Back off while the database is away, up to the poll interval; then the loop
+                // looks again, and claims (the failure counts as an ask).
+                try? await Task.sleep(for: min(configuration.pollInterval, .milliseconds(100 * claimFailures.next())))
+                wake.wake(claim: false)
+            }
+        }
+    }
+
+    /// The cap a claim keeps per subscription in the database: the webhooks in flight, and
+    /// twice as many leased ahead, waiting in `claimedAhead` for a slot. With no more than the
+    /// cap, a slot that freed waited for a claim's round trip, about twice a webhook to a fast
+    /// subscriber, and a worker fed by claims finished 0.6× what pgbench did running the same
+    /// claim and finish (`scripts/bench`'s claim part); with twice the cap, 0.8×, its claims
+    /// still falling behind the slots they fed (2.1 ms a claim, a webhook 1.1).
+    var claimCap: Int { 3 * configuration.perSubscriptionConcurrency }
+
+    /// Takes from `claimedAhead` what the slots free now allow: those that waited no more than
+    /// `claimedAheadFresh`, counted in flight, to send as they are; the others to load again
+    /// first and admit, as a hand-off is (their lease may have been taken back: a subscription
+    /// deleted, a delivery cancelled).
+    func takeClaimedAhead(upTo free: Int, cap: Int)
+        -> (fresh: [DeliveryTask], toCheck: [HandedOff<DeliveryTask>]) {
+        let taken = claimedAhead.take(upTo: free) { inFlight.room(for: $0, cap: cap) }
+        guard !taken.isEmpty else { return ([], []) }
+        let freshSince = ContinuousClock.now - Self.claimedAheadFresh
+        let fresh = taken.filter { $0.at >= freshSince }.map(\.item)
+        inFlight.started(fresh)
+        return (fresh, taken.filter { $0.at < freshSince })
+    }
+
+    /// How long a delivery claimed ahead goes without being loaded again: it waits this long
+    /// only behind a slow subscriber, whose webhooks take longer than a load.
+    static let claimedAheadFresh: Duration = .seconds(1)
 
     /// Forgets the hand-offs that waited past `sendableFor`, in the inbox or for a slot. Once a
     /// poll interval, not at every call: it reads every waiting hand-off, thousands under a
@@ -190,6 +254,7 @@ public struct DeliveryWorker: Service, CustomStringConvertible {
         guard staleSweep.due(every: configuration.pollInterval) else { return }
         let before = ContinuousClock.now - sendableFor
         let dropped = handOffs.drop(handedOffBefore: before) + waitingForSlot.drop(handedOffBefore: before)
+            + claimedAhead.drop(handedOffBefore: before)
         if dropped > 0 {
             logger.notice("handed-off deliveries waited too long to be sent before their lease ends; a claim takes them once it has",
                           metadata: ["deliveries": "\(dropped)", "waited.over": "\(DurationText.format(sendableFor))"])
@@ -200,7 +265,7 @@ public struct DeliveryWorker: Service, CustomStringConvertible {
     func writeAttempts(_ records: [AttemptRecord]) async -> [Result<FinishedWork, any Error>] {
         await store.recordDeliveryAttempts(records, owner: owner, disableAfter: configuration.disableAfter,
                                            handOff: handOffs.request(count: records.count),
-                                           perSubscriptionCap: configuration.perSubscriptionConcurrency)
+                                           perSubscriptionCap: claimCap)
     }
 
     /// The safety net of parking (`DeliveryStore.unparkStrandedDeliveries`): every poll
@@ -256,6 +321,11 @@ public struct DeliveryWorker: Service, CustomStringConvertible {
         inFlight.finished(task.subscriptionID)
         answered.insert(task.deliveryID)
         defer { answered.remove(task.deliveryID) }
+        // The slot is free now, in this process's count and in the claim's (an answered lease
+        // holds none): the loop fills it, from what was claimed ahead or handed off, while the
+        // attempt is recorded rather than after (a group commit's flush or two). Without asking
+        // for a claim: the loop claims only if the last one found something (`ClaimPacing`).
+        wake.wake(claim: false)
         if Task.isCancelled {
             outgoing.siblings?.abandon()
             await Task { try? await store.releaseDeliveries(ids: [task.deliveryID], owner: owner) }.value
@@ -322,7 +392,7 @@ public struct DeliveryWorker: Service, CustomStringConvertible {
         // since the last claim (a 13,500-event backlog took 27 s to drain instead of 7.6: the
         // process's count of a subscription's webhooks lags the database's).
         if written.madeWorkDue { return .forClaim }
-        return handOffs.isEmpty && waitingForSlot.isEmpty ? .nothing : .inInbox
+        return handOffs.isEmpty && waitingForSlot.isEmpty && claimedAhead.isEmpty ? .nothing : .inInbox
     }
 
     /// What a log line about `task` carries. Built only for a line that is written: setting

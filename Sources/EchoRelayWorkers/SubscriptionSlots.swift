@@ -41,14 +41,13 @@ final class SubscriptionLoad: Sendable {
     }
 }
 
-/// Handed-off deliveries waiting for a slot of their subscription, by subscription, each
+/// Leased deliveries waiting for a slot of their subscription, by subscription, each
 /// subscription's oldest delivery (lowest id) first: the next delivery of a queue whose head
 /// ended goes before deliveries made after it, so that a user's queue does not wait for the
-/// whole backlog at each step. Ids only: a delivery is loaded again when it goes, so that one
-/// whose lease lapsed meanwhile (and that another process may have claimed) is not sent.
+/// whole backlog at each step.
 final class SlotQueue: Sendable {
     private struct Waiting {
-        var ids: [String: [HandedOff<Int64>]] = [:]
+        var ids: [String: [HandedOff<DeliveryTask>]] = [:]
         /// Subscriptions in the order they first had a delivery waiting, so that none is
         /// passed over for good when slots are few.
         var order: [String] = []
@@ -60,7 +59,7 @@ final class SlotQueue: Sendable {
     var isEmpty: Bool { state.withLock { $0.ids.isEmpty } }
 
     /// Every delivery waiting.
-    var ids: [Int64] { state.withLock { $0.ids.values.flatMap { $0.map(\.item) } } }
+    var ids: [Int64] { state.withLock { $0.ids.values.flatMap { $0.map(\.item.deliveryID) } } }
 
     /// Deliveries to wait, each with when it was handed off.
     func add(_ tasks: [DeliveryTask], handedOffAt: (Int64) -> ContinuousClock.Instant) {
@@ -68,18 +67,19 @@ final class SlotQueue: Sendable {
         state.withLock { state in
             for task in tasks {
                 if state.ids[task.subscriptionID] == nil { state.order.append(task.subscriptionID) }
-                let waiting = HandedOff(task.deliveryID, at: handedOffAt(task.deliveryID))
+                let waiting = HandedOff(task, at: handedOffAt(task.deliveryID))
                 let list = state.ids[task.subscriptionID, default: []]
-                state.ids[task.subscriptionID, default: []].insert(waiting, at: list.firstIndex { $0.item > task.deliveryID } ?? list.count)
+                state.ids[task.subscriptionID, default: []].insert(
+                    waiting, at: list.firstIndex { $0.item.deliveryID > task.deliveryID } ?? list.count)
             }
         }
     }
 
-    /// Takes up to `limit` ids, at most `room(subscription)` of each subscription's.
-    func take(upTo limit: Int, room: (String) -> Int) -> [HandedOff<Int64>] {
+    /// Takes up to `limit` deliveries, at most `room(subscription)` of each subscription's.
+    func take(upTo limit: Int, room: (String) -> Int) -> [HandedOff<DeliveryTask>] {
         guard limit > 0 else { return [] }
         return state.withLock { state in
-            var taken: [HandedOff<Int64>] = []
+            var taken: [HandedOff<DeliveryTask>] = []
             for subscription in state.order where taken.count < limit {
                 let count = min(room(subscription), limit - taken.count, state.ids[subscription]?.count ?? 0)
                 guard count > 0 else { continue }
@@ -92,8 +92,8 @@ final class SlotQueue: Sendable {
         }
     }
 
-    /// Forgets the deliveries handed off before `instant` (they waited a long time behind a
-    /// slow subscriber), and returns how many.
+    /// Forgets the deliveries that began waiting before `instant` (a long time, behind a slow
+    /// subscriber), and returns how many.
     func drop(handedOffBefore instant: ContinuousClock.Instant) -> Int {
         state.withLock { state in
             var dropped = 0

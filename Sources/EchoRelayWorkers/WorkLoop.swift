@@ -102,6 +102,9 @@ final class Counter: Sendable {
     private let count = Mutex(0)
     var value: Int { count.withLock { $0 } }
     func add(_ delta: Int) { count.withLock { $0 += delta } }
+    /// Adds one and returns the new count.
+    func next() -> Int { count.withLock { $0 += 1; return $0 } }
+    func reset() { count.withLock { $0 = 0 } }
 }
 
 /// A flag turned on and off from any task.

@@ -18,8 +18,8 @@ import Testing
         let now = ContinuousClock.now
         queue.add([Self.task(7, subscription: "s1"), Self.task(9, subscription: "s1"), Self.task(8, subscription: "s2")]) { _ in now }
         queue.add([Self.task(3, subscription: "s1")]) { _ in now }
-        #expect(queue.take(upTo: 10) { $0 == "s1" ? 2 : 0 }.map(\.item) == [3, 7])
-        #expect(queue.take(upTo: 10) { _ in 5 }.map(\.item) == [9, 8])
+        #expect(queue.take(upTo: 10) { $0 == "s1" ? 2 : 0 }.map(\.item.deliveryID) == [3, 7])
+        #expect(queue.take(upTo: 10) { _ in 5 }.map(\.item.deliveryID) == [9, 8])
         #expect(queue.isEmpty)
     }
 
