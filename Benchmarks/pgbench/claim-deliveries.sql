@@ -88,9 +88,11 @@ WITH input AS (
         lease_owner = NULL, lease_expires_at = NULL,
         finished_at = CASE WHEN x.status = 'pending' THEN NULL ELSE now() END
     FROM input x
-    -- By key (`= ANY`): a join the planner may hash would read every pending delivery.
+    -- By key (`= ANY`): a join the planner may hash would read every pending delivery,
+    -- and IS NOT DISTINCT FROM (`=` for these values) implies no partial index's
+    -- predicate, so that key is the only way in (see LeasedDeliveriesStatement).
     WHERE d.id = ANY (ARRAY(SELECT delivery_id FROM input))
-      AND d.id = x.delivery_id AND d.lease_owner = x.owner AND d.status = 'pending'
+      AND d.id = x.delivery_id AND d.lease_owner IS NOT DISTINCT FROM x.owner AND d.status IS NOT DISTINCT FROM 'pending'
     RETURNING x.position
 ), kept AS (
     -- By position, not delivery id: another worker's late attempt at the same
