@@ -222,12 +222,15 @@ public struct DeliveryWorker: Service, CustomStringConvertible {
     }
 
     /// The cap a claim keeps per subscription in the database: the webhooks in flight, and
-    /// twice as many leased ahead, waiting in `claimedAhead` for a slot. With no more than the
-    /// cap, a slot that freed waited for a claim's round trip, about twice a webhook to a fast
-    /// subscriber, and a worker fed by claims finished 0.6× what pgbench did running the same
-    /// claim and finish (`scripts/bench`'s claim part); with twice the cap, 0.8×, its claims
-    /// still falling behind the slots they fed (2.1 ms a claim, a webhook 1.1).
-    var claimCap: Int { 3 * configuration.perSubscriptionConcurrency }
+    /// three times as many leased ahead, waiting in `claimedAhead` for a slot. With no more
+    /// than the cap, a slot that freed waited for a claim's round trip, about twice a webhook
+    /// to a fast subscriber, and a worker fed by claims finished 0.6× what pgbench did running
+    /// the same claim and finish (`scripts/bench`'s claim part). Claims follow one another,
+    /// each about 3 ms from start to rows under that benchmark, while a subscription's 8 slots
+    /// send a webhook each 1.1 ms: about 20 a claim. Twice the cap gave 0.8×, three times
+    /// 0.78–0.95×, four times 0.85–0.86× (BENCHMARKS.md, runs W to Y).
+    public static let claimCapPerSlot = 4
+    var claimCap: Int { Self.claimCapPerSlot * configuration.perSubscriptionConcurrency }
 
     /// Takes from `claimedAhead` what the slots free now allow: those that waited no more than
     /// `claimedAheadFresh`, counted in flight, to send as they are; the others to load again
