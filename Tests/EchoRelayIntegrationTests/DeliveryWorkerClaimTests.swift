@@ -10,32 +10,12 @@ import Testing
 /// subscription's cap: a backlog drains at the subscriber's pace, not one claim a poll.
 @Suite struct DeliveryWorkerClaimTests {
     @Test func aBacklogBeyondASubscriptionsCapDrainsWithoutWaitingForThePoll() async throws {
-        try await TestDatabase.withFresh { database in
-            try await database.withClient { client in
-                _ = try await Migrator(client: client, logger: TestLogger.quiet).migrate()
-                let store = PostgresEventStore(client: client, logger: TestLogger.quiet)
-                try await StandInSubscriber().run { subscriber in
-                    _ = try await store.createSubscription(
-                        SubscriptionFields(url: subscriber.url(), eventTypes: EventType.allCases, ordered: false),
-                        ownerTokenID: nil, secret: WebhookSecret.generate())
-                    // 30 due deliveries, left for a claim: no process was handed them.
-                    let count = 30
-                    for index in 0..<count { try await store.ingest("e\(index)", user: "u\(index)") }
-                    try await store.verifyAll()
-                    var configuration = DeliveryWorkerConfiguration()
-                    configuration.allowPrivateSubscribers = true
-                    configuration.perSubscriptionConcurrency = 2
-                    // A poll a minute: only claims made as slots free can deliver 30 in time.
-                    configuration.pollInterval = .seconds(60)
-                    let worker = Task {
-                        try await DeliveryWorker(store: store, wake: WakeSignal(), configuration: configuration, owner: "worker",
-                                                 logger: TestLogger.quiet).run()
-                    }
-                    defer { worker.cancel() }
-                    let received = try await subscriber.waitForDeliveries(count: count, within: .seconds(30))
-                    #expect(Set(received.compactMap(\.webhookID)).count == count, "each delivery once")
-                }
-            }
+        // 30 due deliveries, left for a claim, and a poll a minute: only claims made as slots
+        // free can deliver them in time.
+        let count = 30
+        try await ClaimAheadTests.withWorker(cap: 2, events: count, answerAfter: .zero) { _, _, subscriber, _ in
+            let received = try await subscriber.waitForDeliveries(count: count, within: .seconds(30))
+            #expect(Set(received.compactMap(\.webhookID)).count == count, "each delivery once")
         }
     }
 }
@@ -44,6 +24,8 @@ import Testing
 /// slots wait in memory for them: a slot that frees takes the next at once, not after another
 /// claim's round trip. The cap on webhooks in flight holds all the same.
 @Suite struct ClaimAheadTests {
+    /// A delivery worker with this cap and a poll a minute, over `events` due deliveries to one
+    /// subscriber that answers `200` after `delay`: left for a claim, as no process was handed them.
     static func withWorker(
         cap: Int, events: Int, answerAfter delay: Duration,
         _ body: @Sendable (PostgresEventStore, TestDatabase, StandInSubscriber, String) async throws -> Void
@@ -57,7 +39,6 @@ import Testing
                     let subscription = try await store.createSubscription(
                         SubscriptionFields(url: subscriber.url(), eventTypes: EventType.allCases, ordered: false),
                         ownerTokenID: nil, secret: WebhookSecret.generate())
-                    // Due deliveries left for a claim: no process was handed them.
                     for index in 0..<events { try await store.ingest("e\(index)", user: "u\(index)") }
                     try await store.verifyAll()
                     var configuration = DeliveryWorkerConfiguration()
