@@ -153,10 +153,9 @@ public struct DeliveryWorker: Service, CustomStringConvertible {
     /// longer is forgotten; once its lease lapses, a claim takes it.
     var sendableFor: Duration { (configuration.lease - configuration.timeout) / 2 }
 
-    /// What to send next: first what a claim leased ahead for the slots that have freed since
-    /// (`claimedAhead`); then a claim, when a wake asked for one (work made due that nobody was
-    /// handed, another process's notice), or the last claim found something, or a poll
-    /// interval has passed; then the deliveries handed off to this process — those of a
+    /// What to send next: first what claims leased ahead, for the slots that have freed
+    /// (`claimedAhead`), while the next claim starts beside the loop if one is due
+    /// (`startClaim`); then the deliveries handed off to this process — those of a
     /// subscription at its cap wait for one of its deliveries to end (`waitingForSlot`), and
     /// the others go past them. Deliveries of one event go out as a group whose attempts are
     /// written together.
