@@ -258,9 +258,15 @@ e2e_step() {  # KIND RATE SECONDS CODE CONNECTIONS: an open-loop step, drained; 
         perf record ${E2E_PERF_OPTIONS:--g -F 499} -o "$OUT/e2e/perf-$code.data" -p "${SERVE_PID[e2e]}" >/dev/null 2>&1 &
         perf_pid=$!
     fi
+    local sampler_pid=""
+    if [[ "$kind" == overload ]] && ! embedded; then
+        e2e_sample_statements "$E2E_DB" "$OUT/e2e/$code-statements-by-5s.tsv" &
+        sampler_pid=$!
+    fi
     pace_line="$(taskset -c "$CLIENT_CPU" python3 Benchmarks/e2e/pace.py "http://127.0.0.1:${SERVE_PORT[e2e]}" "$file" "$pace" \
         --rate "$rate" --seconds "$seconds" --connections "$connections" | tail -1)"
     if [[ -n "$perf_pid" ]]; then kill -INT "$perf_pid"; wait "$perf_pid" || true; fi
+    if [[ -n "$sampler_pid" ]]; then kill "$sampler_pid" 2>/dev/null; wait "$sampler_pid" 2>/dev/null || true; fi
     wait_line="$(taskset -c "$CLIENT_CPU" python3 Benchmarks/e2e/analyse.py wait "$pace" $(e2e_logs) --timeout "$E2E_DRAIN_LIMIT")"
     local counters analysis
     counters="$(e2e_counters_after)"
@@ -273,6 +279,22 @@ e2e_step() {  # KIND RATE SECONDS CODE CONNECTIONS: an open-loop step, drained; 
     rm -f "$file"
     e2e_record "$kind code=$code seconds=$seconds connections=$connections ${analysis#* } ${wait_line#wait } ${pace_line#pace } $counters peak_rss_mb=$(peak_rss_mb)"
     E2E_LAST="$(tail -1 "$OUT/e2e/figures.txt")"
+}
+# Every 5 s while an overload is offered, the statements' running totals and the sizes of the
+# delivery queue's partial indexes, one row each with the time: the overload's completions fell
+# from window to window in some runs and not in others (BENCHMARKS.md, runs X and Y), and the
+# difference between two rows says which statement grew dearer. Runs on the client core.
+e2e_sample_statements() {  # DBURL FILE
+    while true; do
+        taskset -c "$CLIENT_CPU" psql -XAt -F $'\t' "$1" -c "
+            SELECT extract(epoch FROM now()), 'statement', queryid::text, calls, round(total_exec_time::numeric, 1),
+                   rows, left(regexp_replace(query, '\s+', ' ', 'g'), 60)
+            FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
+            UNION ALL
+            SELECT extract(epoch FROM now()), 'index', indexrelname, pg_relation_size(indexrelid), NULL, NULL, NULL
+            FROM pg_stat_user_indexes WHERE relname = 'deliveries'" >>"$2" 2>/dev/null || true
+        sleep 5
+    done
 }
 e2e_field() { grep -o "\b$1=[^ ]*" <<<"$E2E_LAST" | head -1 | cut -d= -f2; }  # NAME: from the last step
 

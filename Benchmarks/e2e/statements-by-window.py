@@ -1,0 +1,46 @@
+#!/usr/bin/env python3
+"""What each statement cost in each 5 s of an overload, from the running totals that
+scripts/bench-e2e.bash samples while it is offered (ov-statements-by-5s.tsv):
+
+    statements-by-window.py FILE
+
+For the statements that took the most time in all, one line per window: calls, mean
+execution ms and rows a call; then the delivery queue's index sizes (MB) at each sample. A
+statement whose mean grows from window to window is what an overload makes dearer as it goes.
+"""
+import sys
+from collections import defaultdict
+
+samples = defaultdict(dict)   # time -> {queryid: (calls, total_ms, rows)}
+indexes = defaultdict(dict)   # time -> {index: bytes}
+texts = {}
+for line in open(sys.argv[1]):
+    parts = line.rstrip("\n").split("\t")
+    if len(parts) < 4:
+        continue
+    # One sample's rows share a time (now(), the statement's start); rounded, as older files
+    # took each row's own clock.
+    at, kind, key = round(float(parts[0])), parts[1], parts[2]
+    if kind == "statement":
+        samples[at][key] = (int(parts[3]), float(parts[4]), int(parts[5]))
+        texts[key] = parts[6]
+    else:
+        indexes[at][key] = int(parts[3])
+
+times = sorted(samples)
+if len(times) < 2:
+    sys.exit("fewer than two samples")
+last = samples[times[-1]]
+top = sorted(last, key=lambda q: -last[q][1])[:6]
+for query in top:
+    print(f"{texts[query]}")
+    for before, after in zip(times, times[1:]):
+        c0, t0, r0 = samples[before].get(query, (0, 0.0, 0))
+        c1, t1, r1 = samples[after].get(query, (0, 0.0, 0))
+        calls = c1 - c0
+        if calls > 0:
+            print(f"  +{after - times[0]:5.1f} s  {calls:6d} calls  {(t1 - t0) / calls:7.3f} ms  {(r1 - r0) / calls:6.1f} rows")
+print("deliveries' indexes, MB, at each sample:")
+names = sorted({name for sizes in indexes.values() for name in sizes})
+for name in names:
+    print(f"  {name:26}" + " ".join(f"{indexes[at].get(name, 0) / 1e6:5.1f}" for at in sorted(indexes)))
