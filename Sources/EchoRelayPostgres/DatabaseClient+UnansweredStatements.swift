@@ -69,12 +69,13 @@ extension DatabaseClient {
             return due.values.map { ($0, ObjectIdentifier(state.pools[$0.host]) == $0.pool) }
         }
         guard !due.isEmpty else { return }
-        // The host first, so that a caller trying again at once gets a new pool.
+        // Said first: dropping the host closes the statements' connections, which fails them.
+        logger.warning("giving up statements that the database never answered (sent on a connection that had closed?)",
+                       metadata: ["db.statements": "\(due.count)"])
+        // The host before the statements fail, so that a caller trying again at once gets a new pool.
         for index in Set(due.filter(\.poolInUse).map(\.statement.host)).sorted() {
             drop(index, because: "a statement was not answered within \(DurationText.format(statementLimit)) (the server stopped answering?)")
         }
-        logger.warning("giving up statements that the database never answered (sent on a connection that had closed?)",
-                       metadata: ["db.statements": "\(due.count)"])
         for (statement, poolInUse) in due {
             _ = statement.fail(poolInUse
                 ? StoreError.unavailable("the database host \(names[statement.host]) did not answer a statement within \(DurationText.format(statementLimit))")

@@ -459,14 +459,16 @@ public final class DatabaseClient: Service, Sendable {
             if state.chosen == index, checksHosts { state.chosen = nil }
             return (retired, stuck)
         }
-        // What is still running on the old pool's connections fails now (the pool's own
-        // shutdown waits for its leased connections to come back, which a hung server's never do).
-        for connection in stuck { connection.close().whenComplete { _ in } }
-        if let retired {
-            retired.cancel()
+        // Said before it is done: a caller whose statement fails as its connection closes
+        // finds the reason in the log already.
+        if retired != nil {
             logger.warning(checksHosts ? "dropped the database host; choosing again" : "dropped the database host's connections; opening new ones",
                            metadata: ["db.host": "\(names[index])", "reason": "\(reason)"])
         }
+        // What is still running on the old pool's connections fails now (the pool's own
+        // shutdown waits for its leased connections to come back, which a hung server's never do).
+        for connection in stuck { connection.close().whenComplete { _ in } }
+        retired?.cancel()
     }
 
     /// Replaces host `index`'s pool, which nothing uses yet (it was not the host in use), with
