@@ -212,9 +212,8 @@ public struct DeliveryWorker: Service, CustomStringConvertible {
             } catch {
                 claims.failed()
                 logger.error("claiming deliveries failed", metadata: ["error": "\(error)"])
-                // Back off while the database is away, up to the poll interval; then the loop
-                // looks again, and claims (the failure counts as an ask).
-                try? await Task.sleep(for: min(configuration.pollInterval, .milliseconds(100 * claimFailures.next())))
+                // Then the loop looks again, and claims (the failure counts as an ask).
+                try? await Task.sleep(for: backOff(after: claimFailures.next(), upTo: configuration.pollInterval))
                 wake.wake(claim: false)
             }
         }

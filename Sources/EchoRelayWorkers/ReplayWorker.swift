@@ -56,7 +56,7 @@ public struct ReplayWorker: Service, CustomStringConvertible {
                 } catch {
                     failures += 1
                     logger.error("advancing a replay failed", metadata: ["error": "\(error)"])
-                    try? await Task.sleep(for: min(pollInterval, .milliseconds(100 * failures)))
+                    try? await Task.sleep(for: backOff(after: failures, upTo: pollInterval))
                 }
             }
         } onGracefulShutdown: {

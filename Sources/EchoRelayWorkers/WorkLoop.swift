@@ -53,8 +53,7 @@ struct WorkLoop: Sendable {
                     } catch {
                         failures += 1
                         logger.error("claiming work failed", metadata: ["error": "\(error)"])
-                        // Back off while the database is away, up to the poll interval.
-                        try? await Task.sleep(for: min(pollInterval, .milliseconds(100 * failures)))
+                        try? await Task.sleep(for: backOff(after: failures, upTo: pollInterval))
                     }
                 }
                 await wake.wait(upTo: pollInterval)
@@ -86,6 +85,12 @@ func unlessStopped<Result: Sendable>(
     // Work that finished despite the stop is kept: a claim's items are leased to this process.
     if case .failure = result, stopping.isSet { throw CancellationError() }
     return try result.get()
+}
+
+/// How long a worker waits after its `failures`-th failed turn in a row (a claim, a replay's step)
+/// before the next, while the database is away: 100 ms more each time, up to the poll interval.
+func backOff(after failures: Int, upTo pollInterval: Duration) -> Duration {
+    min(pollInterval, .milliseconds(100 * failures))
 }
 
 /// What a finished item leaves for its loop, which looks again only when there is something.
