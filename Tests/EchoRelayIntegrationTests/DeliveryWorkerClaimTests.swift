@@ -73,7 +73,7 @@ import Testing
         }
     }
 
-    /// A delivery that waited in memory longer than `claimedAheadFresh` is loaded again before
+    /// A delivery that waited in memory longer than `loadedFresh` is loaded again before
     /// it goes: one whose subscription was deleted meanwhile (its deliveries cancelled) is not sent.
     @Test func aDeliveryClaimedAheadWhoseLeaseWasTakenBackIsNotSent() async throws {
         try await Self.withWorker(cap: 1, events: 3, answerAfter: .milliseconds(1500)) { store, database, subscriber, subscription in

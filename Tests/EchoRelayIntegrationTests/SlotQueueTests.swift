@@ -60,6 +60,25 @@ import Testing
     }
 }
 
+/// A hand-off that waited for its subscription's slot is sent as it was loaded only within
+/// `DeliveryWorker.loadedFresh` of its hand-off; past that it is loaded again first, so one
+/// whose subscription was deleted meanwhile (its deliveries cancelled) is not sent.
+@Suite struct WaitedForASlotTests {
+    @Test func aHandOffThatWaitedLongForASlotIsLoadedAgainAndNotSentOnceItsLeaseWasTakenBack() async throws {
+        try await OneSubscription.run(answeringAfter: .milliseconds(1500)) { store, subscription, subscriber in
+            let inbox = DeliveryWorker.inbox(owner: "worker", configuration: subscription.settings)
+            try await subscription.handOff(["e0", "e1", "e2"], to: inbox, store: store)
+            let worker = OneSubscription.start(store, subscription.settings, inbox, wake: WakeSignal(), claim: false)
+            defer { worker.cancel() }
+            // One slot: e0 goes, and e1 and e2, loaded with it, wait for the slot.
+            try await waitUntil(within: .seconds(10), "the first webhook") { subscriber.arrivals.count == 1 }
+            #expect(try await store.deleteSubscription(id: subscription.subscription.id))
+            try await Task.sleep(for: .seconds(3))  // e0 is answered at 1.5 s; e1 would follow
+            #expect(subscriber.arrivals.count == 1, "sent after its subscription was deleted")
+        }
+    }
+}
+
 /// A hand-off is sent from memory only while its lease leaves room for a webhook and its
 /// record (`DeliveryWorker.sendableFor`): what waits past that time behind a slow subscriber
 /// is forgotten, and once its lease lapses a claim sends it, once. Sent later from memory, a
