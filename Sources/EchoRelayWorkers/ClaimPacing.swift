@@ -43,10 +43,13 @@ final class ClaimPacing: Sendable {
 
     /// Whether a claim with `room` slots is due now; when it is, the ask (this one or one kept
     /// from before) is taken, and the caller claims and then says `ended` or `failed`.
-    func due(room: Int, every interval: Duration, asked: Bool) -> Bool {
+    /// - spacing: none is due sooner than this after the last ended; an ask meanwhile is kept.
+    func due(room: Int, every interval: Duration, asked: Bool, spacing: Duration = .zero) -> Bool {
         state.withLock { state in
             state.asked = state.asked || asked
-            let due = room > 0 && (state.asked || state.full || state.at.map { ContinuousClock.now - $0 >= interval } ?? true)
+            let since = state.at.map { ContinuousClock.now - $0 }
+            if let since, since < spacing { return false }
+            let due = room > 0 && (state.asked || state.full || since.map { $0 >= interval } ?? true)
             if due { state.asked = false }
             return due
         }

@@ -193,8 +193,13 @@ public struct DeliveryWorker: Service, CustomStringConvertible {
     /// them, and what only it finds waited until the flow of hand-offs stopped (run S's
     /// overload: 15.7 s after verification at the median for those, milliseconds for the rest).
     func startClaim(free: Int) {
+        // While hand-offs wait in memory, slots are seldom short of work, and under the overload
+        // benchmark most claims found nothing (0.3 deliveries a claim, 30 claims a second,
+        // 4% of the database's time): claims are spaced then.
+        let spacing = handOffs.isEmpty && waitingForSlot.isEmpty ? .zero : Self.claimSpacingBehindHandOffs
         guard !claimRunner.isRunning,
-              claims.due(room: free, every: configuration.pollInterval, asked: wake.takeClaimRequest()) else { return }
+              claims.due(room: free, every: configuration.pollInterval, asked: wake.takeClaimRequest(),
+                         spacing: spacing) else { return }
         // Read now, before this turn takes hand-offs from the inbox: one taken and not yet
         // admitted or waiting for a slot would be in neither list, and count as a slot taken.
         let holdingNoSlot = answered.all + handOffs.items + waitingForSlot.ids
@@ -220,6 +225,11 @@ public struct DeliveryWorker: Service, CustomStringConvertible {
             }
         }
     }
+
+    /// The least time between claims while hand-offs wait in memory: what only a claim finds
+    /// then waits until the loop looks after it (the next answered webhook, or the poll),
+    /// behind hand-offs that have waited longer.
+    static let claimSpacingBehindHandOffs: Duration = .milliseconds(100)
 
     /// The cap a claim keeps per subscription in the database: the webhooks in flight, and
     /// three times as many leased ahead, waiting in `claimedAhead` for a slot. With no more

@@ -49,6 +49,21 @@ import Testing
         #expect(claims.withLock { $0 } == 3, "the last found nothing: wait for an ask or the poll")
     }
 
+    /// Spaced claims: an ask that comes sooner than `spacing` after the last claim ended waits
+    /// until then, and is not lost.
+    @Test func anAskWithinTheSpacingWaitsForItsEnd() async throws {
+        let pacing = ClaimPacing()
+        let spacing = Duration.milliseconds(200)
+        #expect(pacing.due(room: 4, every: .seconds(60), asked: false, spacing: spacing), "the first call looks")
+        pacing.ended(found: 0, room: 4)
+        #expect(!pacing.due(room: 4, every: .seconds(60), asked: true, spacing: spacing), "asked within the spacing")
+        #expect(pacing.due(room: 4, every: .seconds(60), asked: true, spacing: .zero), "unspaced, the same ask is due")
+        pacing.ended(found: 0, room: 4)
+        #expect(!pacing.due(room: 4, every: .seconds(60), asked: true, spacing: spacing))
+        try await Task.sleep(for: spacing + .milliseconds(20))
+        #expect(pacing.due(room: 4, every: .seconds(60), asked: false, spacing: spacing), "the ask was kept for after it")
+    }
+
     @Test func anAskWithNoRoomIsKeptForTheNextCall() async throws {
         let pacing = ClaimPacing()
         let claims = Calls()
