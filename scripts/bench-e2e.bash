@@ -280,8 +280,9 @@ e2e_step() {  # KIND RATE SECONDS CODE CONNECTIONS: an open-loop step, drained; 
     e2e_record "$kind code=$code seconds=$seconds connections=$connections ${analysis#* } ${wait_line#wait } ${pace_line#pace } $counters peak_rss_mb=$(peak_rss_mb)"
     E2E_LAST="$(tail -1 "$OUT/e2e/figures.txt")"
 }
-# Every 5 s while an overload is offered, the statements' running totals and the sizes of the
-# delivery queue's partial indexes, one row each with the time: the overload's completions fell
+# Every 5 s while an overload is offered, the statements' running totals, the sizes of the
+# delivery queue's indexes, the WAL written (and its full-page images), the checkpoints
+# started, any vacuum running and the machine's CPU time, one row each with the time: the overload's completions fell
 # from window to window in some runs and not in others (BENCHMARKS.md, runs X and Y), and the
 # difference between two rows says which statement grew dearer. Runs on the client core.
 e2e_sample_statements() {  # DBURL FILE
@@ -292,7 +293,20 @@ e2e_sample_statements() {  # DBURL FILE
             FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
             UNION ALL
             SELECT extract(epoch FROM now()), 'index', indexrelname, pg_relation_size(indexrelid), NULL, NULL, NULL
-            FROM pg_stat_user_indexes WHERE relname = 'deliveries'" >>"$2" 2>/dev/null || true
+            FROM pg_stat_user_indexes WHERE relname = 'deliveries'
+            UNION ALL
+            SELECT extract(epoch FROM now()), 'wal', 'bytes', wal_bytes, wal_fpi, NULL, NULL FROM pg_stat_wal
+            UNION ALL
+            SELECT extract(epoch FROM now()), 'checkpoints', 'started', checkpoints_timed + checkpoints_req, NULL, NULL, NULL
+            FROM pg_stat_bgwriter
+            UNION ALL
+            SELECT extract(epoch FROM now()), 'vacuum', p.relid::regclass::text, p.heap_blks_scanned, NULL, NULL, NULL
+            FROM pg_stat_progress_vacuum p" >>"$2" 2>/dev/null || true
+        # The machine's CPU time so far (jiffies): busy, idle and stolen, to tell a window the
+        # machine spent working from one it spent waiting.
+        read -r _ user nice system idle iowait irq softirq steal _ </proc/stat
+        printf '%s\tcpu\tjiffies\t%s\t%s\t%s\t\n' "$(date +%s.%N)" $(( user + nice + system + irq + softirq )) \
+            $(( idle + iowait )) "$steal" >>"$2"
         sleep 5
     done
 }

@@ -5,7 +5,9 @@ scripts/bench-e2e.bash samples while it is offered (ov-statements-by-5s.tsv):
     statements-by-window.py FILE
 
 For the statements that took the most time in all, one line per window: calls, mean
-execution ms and rows a call; then the delivery queue's index sizes (MB) at each sample. A
+execution ms and rows a call; then the delivery queue's index sizes (MB) at each sample, and
+per window the WAL written, its full-page images, checkpoints started, vacuums seen, and the
+machine's CPU busy, idle and stolen (in cores). A
 statement whose mean grows from window to window is what an overload makes dearer as it goes.
 """
 import sys
@@ -13,6 +15,9 @@ from collections import defaultdict
 
 samples = defaultdict(dict)   # time -> {queryid: (calls, total_ms, rows)}
 indexes = defaultdict(dict)   # time -> {index: bytes}
+server = defaultdict(dict)    # time -> {"wal": (bytes, fpi), "checkpoints": n}
+vacuums = defaultdict(set)    # time -> tables being vacuumed
+cpu = {}                      # time -> the machine's (busy, idle, stolen) jiffies
 texts = {}
 for line in open(sys.argv[1]):
     parts = line.rstrip("\n").split("\t")
@@ -24,8 +29,16 @@ for line in open(sys.argv[1]):
     if kind == "statement":
         samples[at][key] = (int(parts[3]), float(parts[4]), int(parts[5]))
         texts[key] = parts[6]
-    else:
+    elif kind == "index":
         indexes[at][key] = int(parts[3])
+    elif kind == "wal":
+        server[at]["wal"] = (int(parts[3]), int(parts[4]))
+    elif kind == "checkpoints":
+        server[at]["checkpoints"] = int(parts[3])
+    elif kind == "vacuum":
+        vacuums[at].add(key)
+    elif kind == "cpu":
+        cpu[float(parts[0])] = (int(parts[3]), int(parts[4]), int(parts[5]))
 
 times = sorted(samples)
 if len(times) < 2:
@@ -44,3 +57,20 @@ print("deliveries' indexes, MB, at each sample:")
 names = sorted({name for sizes in indexes.values() for name in sizes})
 for name in names:
     print(f"  {name:26}" + " ".join(f"{indexes[at].get(name, 0) / 1e6:5.1f}" for at in sorted(indexes)))
+at_times = sorted(server)
+if len(at_times) >= 2:
+    print("server, per window:")
+    for before, after in zip(at_times, at_times[1:]):
+        (b0, f0), (b1, f1) = server[before].get("wal", (0, 0)), server[after].get("wal", (0, 0))
+        started = server[after].get("checkpoints", 0) - server[before].get("checkpoints", 0)
+        seen = ", ".join(sorted(vacuums.get(after, set()))) or "none"
+        print(f"  +{after - at_times[0]:5.1f} s  WAL {(b1 - b0) / 1e6:6.1f} MB ({f1 - f0} full-page images)"
+              f"  checkpoints started {started}  vacuuming at the sample: {seen}")
+cpu_times = sorted(cpu)
+if len(cpu_times) >= 2:
+    print("the machine's CPU, per window (cores; 100 jiffies a second):")
+    for before, after in zip(cpu_times, cpu_times[1:]):
+        seconds = after - before
+        busy, idle, stolen = (cpu[after][i] - cpu[before][i] for i in range(3))
+        print(f"  +{after - cpu_times[0]:5.1f} s  busy {busy / 100 / seconds:4.2f}  idle {idle / 100 / seconds:4.2f}"
+              f"  stolen {stolen / 100 / seconds:4.2f}")
