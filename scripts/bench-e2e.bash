@@ -302,11 +302,16 @@ e2e_sample_statements() {  # DBURL FILE
             UNION ALL
             SELECT extract(epoch FROM now()), 'vacuum', p.relid::regclass::text, p.heap_blks_scanned, NULL, NULL, NULL
             FROM pg_stat_progress_vacuum p" >>"$2" 2>/dev/null || true
-        # The machine's CPU time so far (jiffies): busy, idle and stolen, to tell a window the
-        # machine spent working from one it spent waiting.
-        read -r _ user nice system idle iowait irq softirq steal _ </proc/stat
-        printf '%s\tcpu\tjiffies\t%s\t%s\t%s\t\n' "$(date +%s.%N)" $(( user + nice + system + irq + softirq )) \
-            $(( idle + iowait )) "$steal" >>"$2"
+        # The machine's CPU time so far (jiffies), in all and per core: busy, idle and stolen,
+        # to tell a window the machine spent working from one it spent waiting, and the client
+        # core (the load generator and nginx) from the others.
+        local at name user nice system idle iowait irq softirq steal rest
+        at="$(date +%s.%N)"
+        while read -r name user nice system idle iowait irq softirq steal rest; do
+            [[ $name == cpu* ]] || continue
+            printf '%s\tcpu\t%s\t%s\t%s\t%s\t\n' "$at" "$name" $(( user + nice + system + irq + softirq )) \
+                $(( idle + iowait )) "$steal" >>"$2"
+        done </proc/stat
         sleep 5
     done
 }

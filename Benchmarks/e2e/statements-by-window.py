@@ -17,7 +17,7 @@ samples = defaultdict(dict)   # time -> {queryid: (calls, total_ms, rows)}
 indexes = defaultdict(dict)   # time -> {index: bytes}
 server = defaultdict(dict)    # time -> {"wal": (bytes, fpi), "checkpoints": n}
 vacuums = defaultdict(set)    # time -> tables being vacuumed
-cpu = {}                      # time -> the machine's (busy, idle, stolen) jiffies
+cpu = defaultdict(dict)       # "cpu" (all) or "cpuN" -> time -> (busy, idle, stolen) jiffies
 texts = {}
 for line in open(sys.argv[1]):
     parts = line.rstrip("\n").split("\t")
@@ -38,7 +38,7 @@ for line in open(sys.argv[1]):
     elif kind == "vacuum":
         vacuums[at].add(key)
     elif kind == "cpu":
-        cpu[float(parts[0])] = (int(parts[3]), int(parts[4]), int(parts[5]))
+        cpu[key][float(parts[0])] = (int(parts[3]), int(parts[4]), int(parts[5]))
 
 times = sorted(samples)
 if len(times) < 2:
@@ -66,11 +66,17 @@ if len(at_times) >= 2:
         seen = ", ".join(sorted(vacuums.get(after, set()))) or "none"
         print(f"  +{after - at_times[0]:5.1f} s  WAL {(b1 - b0) / 1e6:6.1f} MB ({f1 - f0} full-page images)"
               f"  checkpoints started {started}  vacuuming at the sample: {seen}")
-cpu_times = sorted(cpu)
-if len(cpu_times) >= 2:
-    print("the machine's CPU, per window (cores; 100 jiffies a second):")
-    for before, after in zip(cpu_times, cpu_times[1:]):
+if cpu:
+    print("the machine's CPU, per window, in cores (100 jiffies a second): busy / idle / stolen,"
+          " in all then per core")
+    cores = ["cpu"] + sorted((name for name in cpu if name != "cpu"), key=lambda name: int(name[3:]))
+    times = sorted(cpu["cpu"])
+    for before, after in zip(times, times[1:]):
         seconds = after - before
-        busy, idle, stolen = (cpu[after][i] - cpu[before][i] for i in range(3))
-        print(f"  +{after - cpu_times[0]:5.1f} s  busy {busy / 100 / seconds:4.2f}  idle {idle / 100 / seconds:4.2f}"
-              f"  stolen {stolen / 100 / seconds:4.2f}")
+        cells = []
+        for core in cores:
+            if before not in cpu[core] or after not in cpu[core]:
+                continue
+            busy, idle, stolen = (cpu[core][after][i] - cpu[core][before][i] for i in range(3))
+            cells.append(f"{core} {busy / 100 / seconds:4.2f}/{idle / 100 / seconds:4.2f}/{stolen / 100 / seconds:4.2f}")
+        print(f"  +{after - times[0]:5.1f} s  " + "   ".join(cells))

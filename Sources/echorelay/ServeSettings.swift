@@ -95,8 +95,8 @@ enum ServeSettings {
         help: "A PEM file of certificate authorities trusted for subscribers' https besides the system's, such as an internal network's CA.")
     static let deliveryConcurrency = ServeSetting("delivery-concurrency", "ECHORELAY_DELIVERY_CONCURRENCY", .value("64"),
         help: "Webhook deliveries in flight at once per process.")
-    static let subscriptionConcurrency = ServeSetting("subscription-concurrency", "ECHORELAY_SUBSCRIPTION_CONCURRENCY", .value("8"),
-        help: "Webhook deliveries in flight at once per subscription in each process, so one slow backend cannot take every slot.")
+    static let subscriptionConcurrency = ServeSetting("subscription-concurrency", "ECHORELAY_SUBSCRIPTION_CONCURRENCY", .value("16"),
+        help: "Webhook deliveries in flight at once per subscription in each process, so one slow backend cannot take every slot; a subscription gets at most this many ÷ its round trip a second.")
     static let replayRate = ServeSetting("replay-rate", "ECHORELAY_REPLAY_RATE", .value("50"),
         help: "Events a bulk replay sends per second (each event to each subscription counts once), so a replay cannot flood a backend.")
     static let retainAttempts = ServeSetting("retain-attempts", "ECHORELAY_RETAIN_ATTEMPTS", .value("30d"),
