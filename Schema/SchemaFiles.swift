@@ -26,6 +26,7 @@ public enum SchemaFiles {
         File(version: 14, name: "014_retention.sql", sql: text(PackageResources._14_retention_sql)),
         File(version: 15, name: "015_no_parent_locks.sql", sql: text(PackageResources._15_no_parent_locks_sql)),
         File(version: 16, name: "016_keys_carry_the_user.sql", sql: text(PackageResources._16_keys_carry_the_user_sql)),
+        File(version: 17, name: "017_parked_heads_by_key.sql", sql: text(PackageResources._17_parked_heads_by_key_sql)),
     ]
 
     /// SQLite migrations for the embedded store, in the order they apply. Their names carry

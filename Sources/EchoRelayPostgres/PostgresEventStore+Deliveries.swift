@@ -114,7 +114,8 @@ extension PostgresEventStore: DeliveryStore {
             let rows = try await client.query("""
                 UPDATE deliveries d SET parked_at = NULL, due_at = least(d.created_at, now())
                 FROM (SELECT p.id FROM deliveries p JOIN subscriptions s ON s.id = p.subscription_id
-                      WHERE p.status = 'pending' AND p.parked_at IS NOT NULL
+                      -- `> '-infinity'`: the predicate of deliveries_parked_at (017), its index.
+                      WHERE p.status = 'pending' AND p.parked_at > '-infinity'
                         AND p.parked_at >= coalesce(\(parkedSince)::timestamptz, '-infinity')
                         AND NOT (s.ordered AND (
                                 EXISTS (SELECT 1 FROM deliveries b
