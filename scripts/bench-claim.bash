@@ -20,7 +20,7 @@ CLAIM_PER_USER=10   # blocked deliveries per user and subscription
 CLAIM_READY="${CLAIM_READY:-80000}"  # enough that pgbench does not run dry in 8 s (20,000 did)
 CLAIM_SQL=Benchmarks/pgbench/claim-deliveries.sql
 # The worker's defaults: ECHORELAY_LEASE, ECHORELAY_SUBSCRIPTION_CONCURRENCY, ECHORELAY_DELIVERY_CONCURRENCY.
-CLAIM_DEFINES=(-D lease_seconds=60 -D cap=8 -D limit=64 -D answered={})
+CLAIM_DEFINES=(-D lease_seconds=60 -D cap=16 -D limit=64 -D answered={})
 
 claim_fill() {  # DBURL BLOCKED: a fresh database with the backlog
     create_database echorelay_claim "$ECHORELAY_BIN"
