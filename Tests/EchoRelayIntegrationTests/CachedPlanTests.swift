@@ -9,26 +9,26 @@ import Testing
 /// read no table by scanning it (a sequential scan made cheap by an empty table, or a hash of
 /// every pending row, would grow dearer with every event stored or queued).
 @Suite struct CachedPlanTests {
+    /// A prepared statement as the tests prepare it: name, text, parameter types, arguments.
+    typealias Statement = (name: String, sql: String, types: String, arguments: String)
+    static let finishRound: Statement = ("finish_round", FinishRoundStatement.sql, "(text, text)", "('[]', NULL)")
+    static let recordAttempts: Statement = ("record_attempts", RecordAttemptsStatement.sql, "(text)", "('[]')")
+    static let leasedDeliveries: Statement = ("leased_deliveries", LeasedDeliveriesStatement.sql, "(int8[], text)", "('{1,2}', 'o')")
+
     @Test(arguments: [
-        ("finish_round", FinishRoundStatement.sql, "(text, text)", "('[]', NULL)"),
-        ("record_attempts", RecordAttemptsStatement.sql, "(text)", "('[]')"),
+        CachedPlanTests.finishRound,
+        CachedPlanTests.recordAttempts,
         ("claim_deliveries", ClaimDeliveriesStatement.sql, "(int8[], int8, int8, text, float8)", "('{1,2}', 8, 64, 'o', 60)"),
-        ("leased_deliveries", LeasedDeliveriesStatement.sql, "(int8[], text)", "('{1,2}', 'o')"),
+        CachedPlanTests.leasedDeliveries,
         ("claim_verifications", ClaimVerificationsStatement.sql, "(int8, text, float8)", "(64, 'o', 60)"),
     ])
     func aPreparedStatementsCachedPlanReadsNoTableByScanning(name: String, sql: String, types: String, arguments: String) async throws {
         try await TestDatabase.withFresh { database in
             try await database.withClient { client in
                 _ = try await Migrator(client: client, logger: TestLogger.quiet).migrate()
-                try await client.withConnection { connection in
-                    _ = try await connection.query("SET plan_cache_mode = force_generic_plan", logger: TestLogger.quiet)
-                    _ = try await connection.query("PREPARE \(unescaped: name)\(unescaped: types) AS \(unescaped: sql)", logger: TestLogger.quiet)
-                    let plan = try await connection.query(
-                        "EXPLAIN (COSTS OFF) EXECUTE \(unescaped: name)\(unescaped: arguments)", logger: TestLogger.quiet
-                    ).collect().map { try $0.decode(String.self) }.joined(separator: "\n")
-                    for table in ["events", "work_items", "deliveries"] {
-                        #expect(!plan.contains("Seq Scan on \(table)"), "no sequential scan of \(table) in the cached plan:\n\(plan)")
-                    }
+                let plan = try await Self.genericPlan(name, sql, types, arguments, on: client)
+                for table in ["events", "work_items", "deliveries"] {
+                    #expect(!plan.contains("Seq Scan on \(table)"), "no sequential scan of \(table) in the cached plan:\n\(plan)")
                 }
             }
         }
@@ -41,8 +41,8 @@ import Testing
     /// off and waiting in memory. The attempt statement and the load of handed-off deliveries
     /// reach their deliveries by key, whatever the statistics say.
     @Test(arguments: [
-        ("record_attempts", RecordAttemptsStatement.sql, "(text)", "('[]')"),
-        ("leased_deliveries", LeasedDeliveriesStatement.sql, "(int8[], text)", "('{1,2}', 'o')"),
+        CachedPlanTests.recordAttempts,
+        CachedPlanTests.leasedDeliveries,
     ])
     func aStatementThatFindsDeliveriesByIDReadsThemByKeyWhateverTheStatistics(
         name: String, sql: String, types: String, arguments: String
@@ -104,8 +104,8 @@ import Testing
     /// overload benchmark led their cached plans to it, reading and sorting every parked
     /// delivery for each lookup, half the outcome statement's time (017).
     @Test(arguments: [
-        ("finish_round", FinishRoundStatement.sql, "(text, text)", "('[]', NULL)"),
-        ("record_attempts", RecordAttemptsStatement.sql, "(text)", "('[]')"),
+        CachedPlanTests.finishRound,
+        CachedPlanTests.recordAttempts,
     ])
     func aParkedHeadIsFoundByItsQueueWhateverTheStatistics(name: String, sql: String, types: String, arguments: String) async throws {
         try await TestDatabase.withFresh { database in
@@ -137,15 +137,20 @@ import Testing
                 try await park(from: 1, count: 3_000, status: "delivered")
                 _ = try await client.query("ANALYZE deliveries", logger: TestLogger.quiet)
                 try await park(from: 10_001, count: 3_000)
-                let plan = try await client.withConnection { connection in
-                    _ = try await connection.query("SET plan_cache_mode = force_generic_plan", logger: TestLogger.quiet)
-                    _ = try await connection.query("PREPARE \(unescaped: name)\(unescaped: types) AS \(unescaped: sql)",
-                                                   logger: TestLogger.quiet)
-                    return try await connection.query("EXPLAIN (COSTS OFF) EXECUTE \(unescaped: name)\(unescaped: arguments)",
-                                                      logger: TestLogger.quiet).collect().map { try $0.decode(String.self) }
-                }.joined(separator: "\n")
+                let plan = try await Self.genericPlan(name, sql, types, arguments, on: client)
                 #expect(!plan.contains("deliveries_parked_at"), "not through every parked delivery:\n\(plan)")
             }
         }
+    }
+
+    /// The plan a connection caches for `sql` prepared as `name`, as `EXPLAIN` prints it.
+    static func genericPlan(_ name: String, _ sql: String, _ types: String, _ arguments: String,
+                            on client: PostgresClient) async throws -> String {
+        try await client.withConnection { connection in
+            _ = try await connection.query("SET plan_cache_mode = force_generic_plan", logger: TestLogger.quiet)
+            _ = try await connection.query("PREPARE \(unescaped: name)\(unescaped: types) AS \(unescaped: sql)", logger: TestLogger.quiet)
+            return try await connection.query("EXPLAIN (COSTS OFF) EXECUTE \(unescaped: name)\(unescaped: arguments)",
+                                              logger: TestLogger.quiet).collect().map { try $0.decode(String.self) }
+        }.joined(separator: "\n")
     }
 }
