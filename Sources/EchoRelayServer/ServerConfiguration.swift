@@ -218,7 +218,8 @@ public struct DeliveryConfiguration: Sendable {
         disableAfter: Duration = .seconds(5 * 86_400), allowPrivateSubscribers: Bool = false,
         privateSubscribers: PrivateSubscriberAllowList = .none, subscriberCAFile: String? = nil,
         resolveSubscriber: (@Sendable (String) async -> AddressChecks.Check)? = nil, concurrency: Int = 64,
-        perSubscriptionConcurrency: Int = DeliveryWorkerConfiguration().perSubscriptionConcurrency, replayRate: Int = 50, siblingLinger: Duration = .milliseconds(20)
+        perSubscriptionConcurrency: Int = DeliveryWorkerConfiguration().perSubscriptionConcurrency,
+        replayRate: Int = 50, siblingLinger: Duration = .milliseconds(20)
     ) {
         self.privateSubscribers = privateSubscribers
         self.subscriberCAFile = subscriberCAFile

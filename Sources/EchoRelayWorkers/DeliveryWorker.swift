@@ -261,8 +261,8 @@ public struct DeliveryWorker: Service, CustomStringConvertible {
 
     /// How long a delivery waiting in memory goes without being loaded again, counted from
     /// its claim or hand-off (its load came after). Loading again each one that waited for a
-    /// slot, however briefly, loaded 1.46 deliveries for each sent at the sustained rate of
-    /// scripts/bench (run Y); past this, it waited behind a slow subscriber, or a backlog.
+    /// slot, however briefly, loaded 1.35 deliveries for each sent in scripts/bench's step at
+    /// 1,418 events/s; past this, it waited behind a slow subscriber, or a backlog.
     static let loadedFresh: Duration = .seconds(1)
 
     /// Forgets the hand-offs that waited past `sendableFor`, in the inbox or for a slot. Once a
