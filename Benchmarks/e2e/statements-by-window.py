@@ -7,8 +7,8 @@ scripts/bench-e2e.bash samples while it is offered (ov-statements-by-5s.tsv):
 For the statements that took the most time in all, one line per window: calls, mean
 execution ms and rows a call; then the delivery queue's index sizes (MB) at each sample, and
 per window the WAL written, its full-page images, checkpoints started, vacuums seen, and the
-machine's CPU busy, idle and stolen (in cores). A
-statement whose mean grows from window to window is what an overload makes dearer as it goes.
+machine's CPU busy, idle and stolen (in cores). A statement whose mean grows from window to
+window is what an overload makes dearer as it goes.
 """
 import sys
 from collections import defaultdict

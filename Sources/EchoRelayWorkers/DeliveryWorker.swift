@@ -17,9 +17,10 @@ public struct DeliveryWorkerConfiguration: Sendable {
     /// Webhooks in flight at once per process.
     public var concurrency = 64
     /// Webhooks in flight at once per subscription, so one slow backend cannot take every slot.
-    /// It also bounds a subscription's rate to this many ÷ its round trip: with 8, the
-    /// benchmark's loopback subscribers, slowed by a busy machine to about 6 ms, took at most
-    /// 1,330–1,400 deliveries a second each while a core sat 20% idle; with 16, 1,400–1,480.
+    /// It also bounds a subscription's rate to this many ÷ its round trip: with 8, the overload
+    /// benchmark's loopback subscribers, slowed by a busy machine to about 6 ms, took 1,140–1,390
+    /// deliveries a second each on average over six runs while a core sat 20% idle; with 16,
+    /// 1,400 and 1,480 in two (BENCHMARKS.md, runs Z and Z2).
     public var perSubscriptionConcurrency = 16
     /// Allows private and loopback subscriber addresses, and plain http.
     public var allowPrivateSubscribers = false
@@ -196,12 +197,12 @@ public struct DeliveryWorker: Service, CustomStringConvertible {
     /// them, and what only it finds waited until the flow of hand-offs stopped (run S's
     /// overload: 15.7 s after verification at the median for those, milliseconds for the rest).
     func startClaim(free: Int) {
+        guard !claimRunner.isRunning else { return }
         // While hand-offs wait in memory, slots are seldom short of work, and under the overload
         // benchmark most claims found nothing (0.3 deliveries a claim, 30 claims a second,
         // 4% of the database's time): claims are spaced then.
         let spacing = handOffs.isEmpty && waitingForSlot.isEmpty ? .zero : Self.claimSpacingBehindHandOffs
-        guard !claimRunner.isRunning,
-              claims.due(room: free, every: configuration.pollInterval, asked: wake.takeClaimRequest(),
+        guard claims.due(room: free, every: configuration.pollInterval, asked: wake.takeClaimRequest(),
                          spacing: spacing) else { return }
         // Read now, before this turn takes hand-offs from the inbox: one taken and not yet
         // admitted or waiting for a slot would be in neither list, and count as a slot taken.
@@ -240,7 +241,7 @@ public struct DeliveryWorker: Service, CustomStringConvertible {
     /// to a fast subscriber, and a worker fed by claims finished 0.6× what pgbench did running
     /// the same claim and finish (`scripts/bench`'s claim part). Claims follow one another,
     /// each about 3 ms from start to rows under that benchmark, while a subscription's 8 slots
-    /// send a webhook each 1.1 ms: about 20 a claim. Twice the cap gave 0.8×, three times
+    /// (the default then) sent a webhook each 1.1 ms: about 20 a claim. Twice the cap gave 0.8×, three times
     /// 0.78–0.95×, four times 0.85–0.86× (BENCHMARKS.md, runs W to Y).
     public static let claimCapPerSlot = 4
     var claimCap: Int { Self.claimCapPerSlot * configuration.perSubscriptionConcurrency }
