@@ -202,7 +202,8 @@ public struct DeliveryWorker: Service, CustomStringConvertible {
         // benchmark most claims found nothing (0.3 deliveries a claim, 30 claims a second,
         // 4% of the database's time): claims are spaced then.
         let spacing = handOffs.isEmpty && waitingForSlot.isEmpty ? .zero : Self.claimSpacingBehindHandOffs
-        guard claims.due(room: free, every: configuration.pollInterval, asked: wake.takeClaimRequest(),
+        let limit = claimLimit(free: free)
+        guard claims.due(room: limit, every: configuration.pollInterval, asked: wake.takeClaimRequest(),
                          spacing: spacing) else { return }
         // Read now, before this turn takes hand-offs from the inbox: one taken and not yet
         // admitted or waiting for a slot would be in neither list, and count as a slot taken.
@@ -210,10 +211,10 @@ public struct DeliveryWorker: Service, CustomStringConvertible {
         claimRunner.start { [self] in
             do {
                 let claimed = try await unlessStopped(stopping) { [self] in
-                    try await store.claimDeliveries(owner: owner, limit: free, lease: configuration.lease, perSubscriptionCap: claimCap,
+                    try await store.claimDeliveries(owner: owner, limit: limit, lease: configuration.lease, perSubscriptionCap: claimCap,
                                                     answered: holdingNoSlot)
                 }
-                claims.ended(found: claimed.count, room: free)
+                claims.ended(found: claimed.count, room: limit)
                 claimFailures.reset()
                 claimedAhead.add(claimed) { _ in .now }
                 // The loop looks again: at what was claimed, or at an ask that came meanwhile.
@@ -245,6 +246,17 @@ public struct DeliveryWorker: Service, CustomStringConvertible {
     /// 0.78–0.95×, four times 0.85–0.86× (BENCHMARKS.md, runs W to Y).
     public static let claimCapPerSlot = 4
     var claimCap: Int { Self.claimCapPerSlot * configuration.perSubscriptionConcurrency }
+
+    /// How many deliveries a claim may lease: the loop's free slots and what `claimedAhead`
+    /// has room for, the same multiple of the worker's slots as `claimCap` is of a
+    /// subscription's. With only the free slots, a claim leased about 25 where the caps allowed
+    /// up to 128, however many were due; claims follow one another, so that bounded the rate:
+    /// the claim benchmark's worker finished 0.59–0.60× what pgbench did, and 0.75–0.82× with
+    /// this (BENCHMARKS.md, run AA).
+    func claimLimit(free: Int) -> Int {
+        let ahead = (Self.claimCapPerSlot - 1) * configuration.concurrency
+        return max(0, free) + max(0, ahead - claimedAhead.count)
+    }
 
     /// Takes from `queue` (`claimedAhead` or `waitingForSlot`, both loaded already) what the
     /// slots free now allow: those that waited no more than `loadedFresh`, counted in flight,

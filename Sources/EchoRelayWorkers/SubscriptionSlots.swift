@@ -58,6 +58,9 @@ final class SlotQueue: Sendable {
     /// A subscription's list is removed once empty, so no ids means nothing waits.
     var isEmpty: Bool { state.withLock { $0.ids.isEmpty } }
 
+    /// How many deliveries wait.
+    var count: Int { state.withLock { $0.ids.values.reduce(0) { $0 + $1.count } } }
+
     /// Every delivery waiting.
     var ids: [Int64] { state.withLock { $0.ids.values.flatMap { $0.map(\.item.deliveryID) } } }
 

@@ -27,7 +27,7 @@ import Testing
     /// A delivery worker with this cap and a poll a minute, over `events` due deliveries to one
     /// subscriber that answers `200` after `delay`: left for a claim, as no process was handed them.
     static func withWorker(
-        cap: Int, events: Int, answerAfter delay: Duration,
+        cap: Int, concurrency: Int? = nil, events: Int, answerAfter delay: Duration,
         _ body: @Sendable (PostgresEventStore, TestDatabase, StandInSubscriber, String) async throws -> Void
     ) async throws {
         try await TestDatabase.withFresh { database in
@@ -44,6 +44,7 @@ import Testing
                     var configuration = DeliveryWorkerConfiguration()
                     configuration.allowPrivateSubscribers = true
                     configuration.perSubscriptionConcurrency = cap
+                    if let concurrency { configuration.concurrency = concurrency }
                     configuration.pollInterval = .seconds(60)  // only claims made as slots free deliver in time
                     let worker = Task {
                         try await DeliveryWorker(store: store, wake: WakeSignal(), configuration: configuration, owner: "worker",
@@ -70,6 +71,19 @@ import Testing
             for (first, third) in zip(times, times.dropFirst(2)) {
                 #expect(third.timeIntervalSince(first) >= 0.25, "a third webhook went out while two were in flight")
             }
+        }
+    }
+
+    /// What a claim leases ahead is bounded by the subscription's claim cap, not by the worker's
+    /// free slots: with two slots in all, a claim still leases four times the subscription's
+    /// cap, so that claims, one after another, are not what bounds the rate.
+    @Test func aClaimLeasesAheadOfTheWorkersSlotsAsOfTheSubscriptions() async throws {
+        try await Self.withWorker(cap: 2, concurrency: 2, events: 12, answerAfter: .milliseconds(300)) { _, database, subscriber, _ in
+            _ = try await subscriber.waitForDeliveries(count: 2, within: .seconds(10))
+            #expect(try await database.count("deliveries", where: "status = 'pending' AND lease_owner = 'worker'")
+                    == 2 * DeliveryWorker.claimCapPerSlot)
+            let received = try await subscriber.waitForDeliveries(count: 12, within: .seconds(30))
+            #expect(Set(received.compactMap(\.webhookID)).count == 12, "each delivery once")
         }
     }
 
