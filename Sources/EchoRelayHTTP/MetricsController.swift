@@ -90,13 +90,13 @@ final class SubscriptionGauges: Sendable {
 
     static var enabled: MetricNameDescriptor {
         MetricNameDescriptor(
-            namespace: "echorelay", metricName: "subscription_enabled",
+            namespace: "echorelay", metricName: "subscription_enabled", unitName: "",
             helpText: "1 while the subscription is enabled, 0 while it is disabled."
         )
     }
     static var disabledAutomatically: MetricNameDescriptor {
         MetricNameDescriptor(
-            namespace: "echorelay", metricName: "subscription_auto_disabled",
+            namespace: "echorelay", metricName: "subscription_auto_disabled", unitName: "",
             helpText: "1 when EchoRelay disabled the subscription itself: its endpoint answered 410, or every delivery failed for ECHORELAY_DISABLE_AFTER."
         )
     }

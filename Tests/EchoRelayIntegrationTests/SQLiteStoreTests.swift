@@ -131,7 +131,7 @@ import Glibc
     @Test func theEventTypesMigrationKeepsEveryRowAndReferenceAndDropsTheTypeCheck() async throws {
         try await withTemporaryPath { path in
             let store = try await SQLiteEventStore.open(path: path, logger: TestLogger.quiet)
-            try await store.migrate(Migration.sqlite.filter { $0.version < 7 })
+            _ = try await store.migrate(Migration.sqlite.filter { $0.version < 7 })
             _ = try await store.createSubscription(
                 SubscriptionFields(url: "https://app.example/hook", eventTypes: [.tokenRotated], ordered: true),
                 ownerTokenID: nil, secret: "whsec_c2VjcmV0")
@@ -169,7 +169,7 @@ import Glibc
     @Test func theRecoverMigrationKeepsEveryReplayAndItsDeliveries() async throws {
         try await withTemporaryPath { path in
             let store = try await SQLiteEventStore.open(path: path, logger: TestLogger.quiet)
-            try await store.migrate(Migration.sqlite.filter { $0.version < 9 })
+            _ = try await store.migrate(Migration.sqlite.filter { $0.version < 9 })
             let subscription = try await store.createSubscription(
                 SubscriptionFields(url: "https://app.example/hook", eventTypes: [.tokenRotated], ordered: true),
                 ownerTokenID: nil, secret: "whsec_c2VjcmV0")
