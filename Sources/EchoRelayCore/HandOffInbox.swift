@@ -63,9 +63,10 @@ public final class HandOffInbox<Item: Sendable>: Sendable {
         }
     }
 
-    /// Takes up to `limit` items, oldest first.
+    /// Takes up to `limit` items, oldest first (none for a limit below one).
     public func take(upTo limit: Int) -> [HandedOff<Item>] {
-        waiting.withLock { waiting in
+        guard limit > 0 else { return [] }
+        return waiting.withLock { waiting in
             let taken = Array(waiting.prefix(limit))
             waiting.removeFirst(taken.count)
             return taken

@@ -171,8 +171,9 @@ public struct DeliveryWorker: Service, CustomStringConvertible {
         let room = free - ahead.count - aheadToCheck.count
         let (admittedWaiting, waitingToCheck) = takeLoaded(from: waitingForSlot, upTo: room, cap: cap)
         let slotted = aheadToCheck + waitingToCheck
+        // `room` already leaves out what was taken from `claimedAhead`.
         let taken = slotted.map { HandedOff($0.item.deliveryID, at: $0.at) }
-            + handOffs.take(upTo: room - admittedWaiting.count - slotted.count)
+            + handOffs.take(upTo: room - admittedWaiting.count - waitingToCheck.count)
         let handedOffAt = Dictionary(taken.map { ($0.item, $0.at) }, uniquingKeysWith: min)
         // Loaded again, not kept from before: only leases still this process's come back.
         let loaded = taken.isEmpty ? [] : try await store.leasedDeliveries(ids: taken.map(\.item), owner: owner)

@@ -76,9 +76,11 @@ import Testing
 
     /// What a claim leases ahead is bounded by the subscription's claim cap, not by the worker's
     /// free slots: with two slots in all, a claim still leases four times the subscription's
-    /// cap, so that claims, one after another, are not what bounds the rate.
+    /// cap, so that claims, one after another, are not what bounds the rate. Answered after
+    /// half a second, the last of those leased go out after more than `loadedFresh`: they are
+    /// loaded again first, while no slot is free for the inbox.
     @Test func aClaimLeasesAheadOfTheWorkersSlotsAsOfTheSubscriptions() async throws {
-        try await Self.withWorker(cap: 2, concurrency: 2, events: 12, answerAfter: .milliseconds(300)) { _, database, subscriber, _ in
+        try await Self.withWorker(cap: 2, concurrency: 2, events: 12, answerAfter: .milliseconds(500)) { _, database, subscriber, _ in
             _ = try await subscriber.waitForDeliveries(count: 2, within: .seconds(10))
             #expect(try await database.count("deliveries", where: "status = 'pending' AND lease_owner = 'worker'")
                     == 2 * DeliveryWorker.claimCapPerSlot)
