@@ -154,16 +154,21 @@ struct ClaimVerificationsStatement: PostgresPreparedStatement {
             ORDER BY due_at
             LIMIT $1
             FOR UPDATE SKIP LOCKED
+        ), leased AS (
+            -- By key (`= ANY`): joined to the claimed ids, with statistics that knew of a
+            -- backlog, the planner hashed every work item (and every event) to find a few.
+            UPDATE work_items AS w
+            SET lease_owner = $2,
+                lease_expires_at = now() + make_interval(secs => $3),
+                due_at = now() + make_interval(secs => $3),
+                attempts = w.attempts + 1
+            WHERE w.id = ANY (ARRAY(SELECT id FROM claimed))
+            RETURNING w.id, w.attempts, w.event_id
         )
-        UPDATE work_items AS w
-        SET lease_owner = $2,
-            lease_expires_at = now() + make_interval(secs => $3),
-            due_at = now() + make_interval(secs => $3),
-            attempts = w.attempts + 1
-        FROM claimed, events AS e
-        WHERE w.id = claimed.id AND e.id = w.event_id
-        RETURNING w.id, w.attempts, e.id, e.type, e.user_id, e.sequence, e.occurred_at,
-                  e.pushed_phone_number, e.echo_service_provider, e.echo_authorization, e.source
+        SELECT l.id, l.attempts, e.id, e.type, e.user_id, e.sequence, e.occurred_at,
+               e.pushed_phone_number, e.echo_service_provider, e.echo_authorization, e.source
+        -- An event per item, by its key (the LIMIT keeps the planner from making it a join).
+        FROM leased l CROSS JOIN LATERAL (SELECT * FROM events e WHERE e.id = l.event_id LIMIT 1) e
         """
 
     static let bindingDataTypes: [PostgresDataType] = [.int8, .text, .float8]
