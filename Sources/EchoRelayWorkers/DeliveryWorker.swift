@@ -252,8 +252,8 @@ public struct DeliveryWorker: Service, CustomStringConvertible {
     /// has room for, the same multiple of the worker's slots as `claimCap` is of a
     /// subscription's. With only the free slots, a claim leased about 25 where the caps allowed
     /// up to 128, however many were due; claims follow one another, so that bounded the rate:
-    /// the claim benchmark's worker finished 0.59–0.60× what pgbench did, and 0.75–0.82× with
-    /// this (BENCHMARKS.md, run AA).
+    /// the claim benchmark's worker finished 0.59–0.60× what pgbench did, and 0.75–0.85× with
+    /// this in five runs (BENCHMARKS.md, run AA).
     func claimLimit(free: Int) -> Int {
         let ahead = (Self.claimCapPerSlot - 1) * configuration.concurrency
         return max(0, free) + max(0, ahead - claimedAhead.count)
