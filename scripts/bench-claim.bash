@@ -19,7 +19,9 @@ CLAIM_BACKLOGS="${CLAIM_BACKLOGS:-1000 100000}"
 CLAIM_PER_USER=10   # blocked deliveries per user and subscription
 CLAIM_READY="${CLAIM_READY:-80000}"  # enough that pgbench does not run dry in 8 s (20,000 did)
 CLAIM_SQL=Benchmarks/pgbench/claim-deliveries.sql
-# The worker's defaults: ECHORELAY_LEASE, ECHORELAY_SUBSCRIPTION_CONCURRENCY, ECHORELAY_DELIVERY_CONCURRENCY.
+# The settings' defaults: ECHORELAY_LEASE, ECHORELAY_SUBSCRIPTION_CONCURRENCY, ECHORELAY_DELIVERY_CONCURRENCY.
+# The worker's own claims lease further ahead (DeliveryWorker.claimCap and claimLimit: four times
+# these caps), so pgbench's claims, 32 rows each here, are smaller than the worker's (about 58).
 CLAIM_DEFINES=(-D lease_seconds=60 -D cap=16 -D limit=64 -D answered={})
 
 claim_fill() {  # DBURL BLOCKED: a fresh database with the backlog

@@ -243,8 +243,8 @@ public struct DeliveryWorker: Service, CustomStringConvertible {
     /// to a fast subscriber, and a worker fed by claims finished 0.6× what pgbench did running
     /// the same claim and finish (`scripts/bench`'s claim part). Claims follow one another,
     /// each about 3 ms from start to rows under that benchmark, while a subscription's 8 slots
-    /// (the default then) sent a webhook each 1.1 ms: about 20 a claim. Twice the cap gave 0.8×, three times
-    /// 0.78–0.95×, four times 0.85–0.86× (BENCHMARKS.md, runs W to Y).
+    /// (the default then) sent a webhook each 1.1 ms: about 20 a claim. Twice the cap gave
+    /// 0.8×, three times 0.78–0.95×, four times 0.85–0.86× (BENCHMARKS.md, runs W to Y).
     public static let claimCapPerSlot = 4
     var claimCap: Int { Self.claimCapPerSlot * configuration.perSubscriptionConcurrency }
 
