@@ -41,7 +41,7 @@ public struct TestDatabase: Sendable {
         let database = TestDatabase(url: components.string!, name: name)
 
         let admin = try DatabaseURL.postgresConfiguration(server.string!)
-        try await PostgresClient.withRunning(admin, logger: TestLogger.quiet) { client in
+        _ = try await PostgresClient.withRunning(admin, logger: TestLogger.quiet) { client in
             try await client.query("CREATE DATABASE \(unescaped: name)")
         }
         do {
@@ -55,7 +55,7 @@ public struct TestDatabase: Sendable {
     }
 
     private static func drop(_ name: String, admin: PostgresClient.Configuration) async throws {
-        try await PostgresClient.withRunning(admin, logger: TestLogger.quiet) { client in
+        _ = try await PostgresClient.withRunning(admin, logger: TestLogger.quiet) { client in
             try await client.query("DROP DATABASE IF EXISTS \(unescaped: name) WITH (FORCE)")
         }
     }
