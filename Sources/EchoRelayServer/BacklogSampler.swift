@@ -38,16 +38,7 @@ struct BacklogSampler: Service, CustomStringConvertible {
                 failing = false
                 metrics.backlogSampled(sample.count)
                 report(limit.record(sample, admittedBefore: admittedBefore))
-                if statistics.shouldRefresh(backlog: sample.count) {
-                    do {
-                        try await store.refreshQueueStatistics()
-                        logger.info("queue statistics refreshed for the backlog", metadata: ["backlog.events": "\(sample.count)"])
-                    } catch {
-                        // Without them the queue runs, only dearer: said once.
-                        if !refreshFailed { logger.warning("the queue's statistics could not be refreshed", metadata: ["error": "\(error)"]) }
-                        refreshFailed = true
-                    }
-                }
+                await refreshStatistics(ifOutgrownBy: sample.count, &statistics, failedBefore: &refreshFailed)
             } catch where stopping() {
                 return nil
             } catch {
@@ -60,6 +51,19 @@ struct BacklogSampler: Service, CustomStringConvertible {
             // stays short, though: a read slowed by a busy database or machine must not
             // leave the gate on a stale reading for long.
             return max(interval, min(readingTook * 10, Self.longestPause))
+        }
+    }
+
+    /// Refreshes the queue's statistics when the backlog has outgrown them.
+    private func refreshStatistics(ifOutgrownBy backlog: Int, _ statistics: inout QueueStatistics, failedBefore: inout Bool) async {
+        guard statistics.shouldRefresh(backlog: backlog) else { return }
+        do {
+            try await store.refreshQueueStatistics()
+            logger.info("queue statistics refreshed for the backlog", metadata: ["backlog.events": "\(backlog)"])
+        } catch {
+            // Without them the queue runs, only dearer: said once.
+            if !failedBefore { logger.warning("the queue's statistics could not be refreshed", metadata: ["error": "\(error)"]) }
+            failedBefore = true
         }
     }
 

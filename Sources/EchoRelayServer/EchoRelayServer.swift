@@ -22,56 +22,87 @@ public enum EchoRelayServer {
     ) async throws -> App {
         let checked = try CheckedSettings(configuration)
         checked.logSecurity(configuration, logger: logger)
-        let securityEvents = securityEventReceiver(configuration, logger: logger)
         let (metrics, metricsRegistry) = makeMetrics()
         let processID = "\(ProcessInfo.processInfo.hostName):\(ProcessInfo.processInfo.processIdentifier):\(UUID().uuidString.prefix(8))"
         let wakes = Wakes()
-        // A process that ingests and verifies verifies what it ingests, without a claim.
-        let verificationHandOffs = configuration.role.runsWorkers && configuration.role.servesAPI
-            ? VerificationInbox(handOff: HandOff(owner: processID, lease: configuration.echo.lease),
-                                capacity: configuration.echo.concurrency)
-            : nil
+        let verificationHandOffs = verificationInbox(configuration, processID: processID)
         let backend = try await StoreBackend.open(
-            checked.location, localWakes: [wakes.verify, wakes.delivery, wakes.replay], processID: processID,
+            checked.location, workers: .init(wakes: [wakes.verify, wakes.delivery, wakes.replay], processID: processID),
             sealer: checked.sealer, metrics: metrics, ingestWait: configuration.ingestWait,
             // Only an ingest-only process stores work that other processes must be woken for.
             ingestWakesOtherProcesses: !configuration.role.runsWorkers, verificationHandOffs: verificationHandOffs, logger: logger
         )
         let schemaReady = Gate(open: !configuration.migrateAtStart)
         let ingestSecrets = try await prepareEmbeddedStore(backend, configuration, checked.ingestSecrets, schemaReady, logger: logger)
+        // Only a process that takes ingest reads the backlog: it is what the gate protects.
+        let backlog = configuration.role.servesAPI ? configuration.backlogLimit.map(BacklogLimit.init) : nil
         let workers = makeWorkers(configuration, store: backend.store, announce: backend.announce, wakes: wakes,
                                   processID: processID, verificationHandOffs: verificationHandOffs, ready: schemaReady,
                                   metrics: metrics, logger: logger)
-        // Only a process that takes ingest reads the backlog: it is what the gate protects.
-        let backlog = configuration.role.servesAPI ? configuration.backlogLimit.map(BacklogLimit.init) : nil
-        let backlogSampler: [any Service] = backlog.map { limit in
-            [BacklogSampler(store: backend.store, limit: limit, interval: configuration.backlogSampleInterval, ready: schemaReady,
-                            metrics: metrics, logger: logger)]
-        } ?? []
-        // The console is served with the API, so its expired sessions are swept there.
-        let sessionSweeper: [any Service] = configuration.role.servesAPI
-            ? [ConsoleSessionSweeper(store: backend.store, interval: configuration.consoleSessionSweepInterval, ready: schemaReady, logger: logger)]
-            : []
-        let router = buildRouter(servesAPI: configuration.role.servesAPI, HTTPDependencies(
+        let router = makeRouter(configuration, backend: backend, ingestSecrets: ingestSecrets, backlog: backlog, wakes: wakes,
+                                metrics: metrics, metricsRegistry: metricsRegistry, logger: logger)
+        // Started in this order and stopped in reverse: the server stops taking requests
+        // first, then the worker finishes what it holds, then the database client closes.
+        let services = backend.services
+            + apiServices(configuration, store: backend.store, backlog: backlog, ready: schemaReady, metrics: metrics, logger: logger)
+            + (configuration.role.runsWorkers ? workers : [])
+        return httpApplication(configuration, router: router, services: services, backend: backend, schemaReady: schemaReady,
+                               onServerRunning: onServerRunning, logger: logger)
+    }
+
+    /// A process that ingests and verifies verifies what it ingests, without a claim.
+    static func verificationInbox(_ configuration: ServerConfiguration, processID: String) -> VerificationInbox? {
+        guard configuration.role.runsWorkers, configuration.role.servesAPI else { return nil }
+        return VerificationInbox(handOff: HandOff(owner: processID, lease: configuration.echo.lease),
+                                 capacity: configuration.echo.concurrency)
+    }
+
+    /// The API's routes (or only the health and metrics routes, for a workers-only process)
+    /// and what they need.
+    static func makeRouter(
+        _ configuration: ServerConfiguration, backend: StoreBackend, ingestSecrets: [WebhookSecret], backlog: BacklogLimit?,
+        wakes: Wakes, metrics: RelayMetrics, metricsRegistry: PrometheusCollectorRegistry, logger: Logger
+    ) -> Router<EchoRelayRequestContext> {
+        buildRouter(servesAPI: configuration.role.servesAPI, HTTPDependencies(
             store: backend.store,
             subscriberURLPolicy: SubscriberURLPolicy(allowPrivate: configuration.delivery.allowPrivateSubscribers,
                                                      allowList: configuration.delivery.privateSubscribers),
             ingestSecrets: ingestSecrets,
             authorizer: BearerAuthorizer(adminToken: configuration.adminToken, tokens: backend.store, logger: logger),
             requestTimeout: configuration.requestTimeout, metrics: metrics, metricsRegistry: metricsRegistry,
-            backlog: backlog, securityEvents: securityEvents,
+            backlog: backlog, securityEvents: securityEventReceiver(configuration, logger: logger),
             sendTestDelivery: { [sender = TestDeliverySender(configuration: DeliveryWorkerConfiguration(configuration))] in
                 await sender.send(to: $0, secrets: $1)
             },
             workCreated: { kind in wakes.workCreated(kind, announce: backend.announce) }
         ))
+    }
+
+    /// What runs beside the API: the backlog's sampler for the ingest gate, and the console's
+    /// session sweeper (the console is served with the API, so its sessions are swept there).
+    static func apiServices(
+        _ configuration: ServerConfiguration, store: any EchoRelayStore, backlog: BacklogLimit?, ready: Gate,
+        metrics: RelayMetrics, logger: Logger
+    ) -> [any Service] {
+        guard configuration.role.servesAPI else { return [] }
+        let sampler: [any Service] = backlog.map { limit in
+            [BacklogSampler(store: store, limit: limit, interval: configuration.backlogSampleInterval, ready: ready,
+                            metrics: metrics, logger: logger)]
+        } ?? []
+        return sampler + [ConsoleSessionSweeper(store: store, interval: configuration.consoleSessionSweepInterval, ready: ready, logger: logger)]
+    }
+
+    /// The HTTP server with the services it starts and stops; on PostgreSQL it migrates just
+    /// before taking requests (the embedded store has migrated already).
+    static func httpApplication(
+        _ configuration: ServerConfiguration, router: Router<EchoRelayRequestContext>, services: [any Service],
+        backend: StoreBackend, schemaReady: Gate, onServerRunning: @escaping @Sendable (Int) async -> Void, logger: Logger
+    ) -> App {
         var app = Application(
             router: router,
             server: .http1(configuration: .init(idleTimeout: TimeAmount(configuration.requestTimeout))),
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "EchoRelay"),
-            // Started in this order and stopped in reverse: the server stops taking requests
-            // first, then the worker finishes what it holds, then the database client closes.
-            services: backend.services + backlogSampler + sessionSweeper + (configuration.role.runsWorkers ? workers : []),
+            services: services,
             onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? 0) },
             logger: logger
         )

@@ -37,41 +37,58 @@ public enum DatabaseLocation: Sendable, Equatable {
 }
 
 /// The opened store and what comes with it: the services that must run beside it, how to
-/// tell other processes about new work, and how to migrate it.
+/// tell other processes about new work, and how to migrate it. `serve` and every command that
+/// works on the database open their store here.
 struct StoreBackend {
     let store: any EchoRelayStore
     /// Started before the workers and stopped after them.
     let services: [any Service]
     /// Tells workers in other processes that new work exists (PostgreSQL only).
     let announce: @Sendable () -> Void
+    /// Applies the pending migrations; returns their numbers.
     let migrate: @Sendable () async throws -> [Int]
+    /// The migrations not applied yet.
+    let pendingMigrations: @Sendable () async throws -> [Int]
     /// The embedded store, for the first-run settings; nil on PostgreSQL.
     let sqlite: SQLiteEventStore?
 
+    /// This process's workers, for a store that wakes them when another process announces
+    /// work (PostgreSQL's LISTEN) and announces what they make due.
+    struct Workers {
+        let wakes: [WakeSignal]
+        let processID: String
+    }
+
+    /// Opens the store at `location`. `workers` is nil for a one-shot command, which has none:
+    /// it then neither listens nor announces. `poolLogger` is the PostgreSQL client's
+    /// (default: `logger`).
     static func open(
-        _ location: DatabaseLocation, localWakes: [WakeSignal], processID: String, sealer: SecretSealer? = nil,
+        _ location: DatabaseLocation, workers: Workers? = nil, sealer: SecretSealer? = nil,
         metrics: RelayMetrics = RelayMetrics(), ingestWait: Duration = .seconds(10), ingestWakesOtherProcesses: Bool = false,
-        verificationHandOffs: VerificationInbox? = nil,
-        logger: Logger
+        verificationHandOffs: VerificationInbox? = nil, logger: Logger, poolLogger: Logger? = nil
     ) async throws -> StoreBackend {
         switch location {
         case .postgres(let url):
             let endpoints = try DatabaseLocation.endpoints(url)
-            if endpoints.configurations.count > 1 {
+            if workers != nil, endpoints.configurations.count > 1 {
                 logger.info("database hosts", metadata: ["db.hosts": "\(endpoints.names.joined(separator: ","))",
                                                          "db.target": "\(endpoints.sessions.rawValue)"])
             }
-            let client = DatabaseClient(endpoints: endpoints, logger: logger)
-            let notifications = PostgresWorkNotifications(client: client, localWakes: localWakes, processID: processID, logger: logger)
+            let client = DatabaseClient(endpoints: endpoints, logger: poolLogger ?? logger)
+            let notifications = workers.map {
+                PostgresWorkNotifications(client: client, localWakes: $0.wakes, processID: $0.processID, logger: logger)
+            }
+            let migrator = Migrator(client: client, logger: logger)
             return StoreBackend(
                 store: PostgresEventStore(
                     client: client, logger: logger, sealer: sealer, metrics: metrics, ingestWait: ingestWait,
-                    wakeOtherProcesses: ingestWakesOtherProcesses ? WakeLimiter(payload: processID) : nil,
-                    wakeOnOutcomes: WakeLimiter(payload: processID), verificationHandOffs: verificationHandOffs
+                    wakeOtherProcesses: ingestWakesOtherProcesses ? workers.map { WakeLimiter(payload: $0.processID) } : nil,
+                    wakeOnOutcomes: workers.map { WakeLimiter(payload: $0.processID) }, verificationHandOffs: verificationHandOffs
                 ),
-                services: [client, notifications],
-                announce: { notifications.announce() },
-                migrate: { try await Migrator(client: client, logger: logger).migrate() },
+                services: [client] + (notifications.map { [$0] } ?? []),
+                announce: { notifications?.announce() },
+                migrate: { try await StorePreparationError.wrapping { try await migrator.migrate() } },
+                pendingMigrations: { try await StorePreparationError.wrapping { try await migrator.pending() } },
                 sqlite: nil
             )
         case .sqlite(let path):
@@ -79,7 +96,7 @@ struct StoreBackend {
             let store = try await SQLiteEventStore.open(path: path, logger: logger, sealer: sealer, metrics: metrics, ingestWait: ingestWait)
             return StoreBackend(
                 store: store, services: [SQLiteStoreCloser(store: store)], announce: {},
-                migrate: { try await store.migrate() }, sqlite: store
+                migrate: { try await store.migrate() }, pendingMigrations: { try await store.pendingMigrations() }, sqlite: store
             )
         }
     }
@@ -119,28 +136,15 @@ extension DatabaseLocation {
         sealer: SecretSealer? = nil, logger: Logger, poolLogger: Logger? = nil,
         _ body: @Sendable (OpenedStore) async throws -> Result
     ) async throws -> Result {
-        switch self {
-        case .postgres(let url):
-            return try await DatabaseClient.withRunning(try Self.endpoints(url), logger: poolLogger ?? logger) { client in
-                let migrator = Migrator(client: client, logger: logger)
-                return try await body(OpenedStore(
-                    store: PostgresEventStore(client: client, logger: logger, sealer: sealer),
-                    migrate: { try await StorePreparationError.wrapping { try await migrator.migrate() } },
-                    pendingMigrations: { try await StorePreparationError.wrapping { try await migrator.pending() } }
-                ))
-            }
-        case .sqlite(let path):
-            let store = try await SQLiteEventStore.open(path: path, logger: logger, sealer: sealer)
-            do {
-                let result = try await body(OpenedStore(
-                    store: store, migrate: { try await store.migrate() }, pendingMigrations: { try await store.pendingMigrations() }
-                ))
-                try await store.close()
-                return result
-            } catch {
-                try? await store.close()
-                throw error
-            }
+        let backend = try await StoreBackend.open(self, sealer: sealer, logger: logger, poolLogger: poolLogger)
+        return try await withThrowingTaskGroup(of: Void.self) { group in
+            // Outside a ServiceGroup, cancelling a service is its stop: the client closes its
+            // connections, and the embedded store closes its file.
+            for service in backend.services { group.addTask { try await service.run() } }
+            defer { group.cancelAll() }
+            return try await body(OpenedStore(
+                store: backend.store, migrate: backend.migrate, pendingMigrations: backend.pendingMigrations
+            ))
         }
     }
 

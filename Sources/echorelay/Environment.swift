@@ -124,6 +124,18 @@ enum Setting {
 }
 
 /// Logging options shared by every command that talks to a database or serves.
+/// `--database-url` for the commands that work on the database directly, with `serve`'s
+/// help, environment variable and default (`ServeSettings.databaseURL`).
+struct DatabaseOption: ParsableArguments {
+    @Option(name: .customLong(ServeSettings.databaseURL.flag), help: ServeSettings.databaseURL.argumentHelp)
+    var databaseURL: String?
+
+    /// Where the flag, else `ECHORELAY_DATABASE_URL`, else the embedded default points.
+    func location() throws -> DatabaseLocation {
+        try Setting.database(databaseURL)
+    }
+}
+
 struct LoggingOptions: ParsableArguments {
     @Option(name: .customLong(ServeSettings.logLevel.flag), help: ServeSettings.logLevel.argumentHelp)
     var logLevel: String?

@@ -11,8 +11,7 @@ struct MigrateCommand: AsyncParsableCommand {
             """
     )
 
-    @Option(help: "postgres://… or sqlite:PATH. (env: ECHORELAY_DATABASE_URL, default: sqlite:echorelay.sqlite)")
-    var databaseURL: String?
+    @OptionGroup var database: DatabaseOption
 
     @Flag(help: "Only list pending migrations; change nothing. Exits 1 if any are pending.")
     var check = false
@@ -23,7 +22,7 @@ struct MigrateCommand: AsyncParsableCommand {
         let logger = try logging.bootstrap(label: "echorelay.migrate")
         // On the embedded store, `serve` migrates at start anyway: this is for `--check` and for
         // preparing a file before the first start (the file must not be in use).
-        let (report, pendingLeft) = try await Setting.database(databaseURL).withStore(logger: logger) { opened in
+        let (report, pendingLeft) = try await database.location().withStore(logger: logger) { opened in
             if check {
                 let pending = try await opened.pendingMigrations()
                 return (pending.isEmpty ? "up to date" : "pending: " + Self.list(pending), !pending.isEmpty)

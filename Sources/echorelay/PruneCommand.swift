@@ -17,8 +17,7 @@ struct PruneCommand: AsyncParsableCommand {
             """
     )
 
-    @Option(help: "postgres://… or sqlite:PATH. (env: ECHORELAY_DATABASE_URL, default: sqlite:echorelay.sqlite)")
-    var databaseURL: String?
+    @OptionGroup var database: DatabaseOption
 
     @OptionGroup var retention: RetentionOptions
 
@@ -31,7 +30,7 @@ struct PruneCommand: AsyncParsableCommand {
         let logger = try logging.bootstrap(label: "echorelay.prune")
         let policy = try retention.policy()
         guard !policy.keepsEverything else { return print("retention keeps everything (both settings are 0): nothing to prune") }
-        let removed = try await Setting.database(databaseURL).withStore(logger: logger) { opened in
+        let removed = try await database.location().withStore(logger: logger) { opened in
             let pending = try await opened.pendingMigrations()
             guard pending.isEmpty else { throw NotMigrated(pending: pending) }
             return try await Pruning(store: opened.store, policy: policy, pause: .zero).run(dryRun: dryRun)

@@ -144,9 +144,20 @@ struct ServeCommand: AsyncParsableCommand {
         // 2,818–3,181 on the pool (three ABAB pairs; BENCHMARKS.md, run Q).
         NIOSingletons.unsafeTryInstallSingletonPosixEventLoopGroupAsConcurrencyGlobalExecutor()
         let logger = try logging.bootstrap(label: "echorelay")
-        let demo = Setting.isOn(self.demo, ServeSettings.demo)
+        var configuration = try serverConfiguration()
+        if Setting.isOn(demo, ServeSettings.demo) {
+            configuration.enableDemo()
+            logger.warning("demo mode: OAuth Echo is accepted from the stand-in provider on \(DemoDefaults.providerHostAndPort) over http, and subscribers may be on loopback; never in production")
+        }
+        let app = try await EchoRelayServer.makeApplication(configuration, logger: logger)
+        try await app.runService()  // SIGTERM and SIGINT shut down gracefully
+    }
+
+    /// Every setting from its flag, else its environment variable, else its default
+    /// (`ServeSettings`), checked.
+    func serverConfiguration() throws -> ServerConfiguration {
         typealias S = ServeSettings
-        var configuration = ServerConfiguration(
+        return ServerConfiguration(
             host: try Setting.required(S.host, host),
             port: try Setting.integer(port, S.port),
             databaseURL: Setting.text(databaseURL, S.databaseURL).map(Secret.init),
@@ -184,11 +195,5 @@ struct ServeCommand: AsyncParsableCommand {
                 issuer: setIssuer, audience: setAudience, jwksURL: setJwksURL, allowHTTP: setAllowHTTP, pushToken: setPushToken
             )
         )
-        if demo {
-            configuration.enableDemo()
-            logger.warning("demo mode: OAuth Echo is accepted from the stand-in provider on \(DemoDefaults.providerHostAndPort) over http, and subscribers may be on loopback; never in production")
-        }
-        let app = try await EchoRelayServer.makeApplication(configuration, logger: logger)
-        try await app.runService()  // SIGTERM and SIGINT shut down gracefully
     }
 }

@@ -167,8 +167,8 @@ struct TokenListRow: Encodable {
 
 /// The database and logging options every `tokens` subcommand shares.
 struct TokenDatabaseOptions: ParsableArguments {
-    @Option(help: "postgres://… or sqlite:PATH; the embedded file must not be in use by a running serve. (env: ECHORELAY_DATABASE_URL, default: sqlite:echorelay.sqlite)")
-    var databaseURL: String?
+    /// The embedded file must not be in use by a running `serve`: its lock says so if it is.
+    @OptionGroup var database: DatabaseOption
 
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical. (env: ECHORELAY_LOG_LEVEL, default: warning)")
     var logLevel: String?
@@ -188,7 +188,7 @@ struct TokenDatabaseOptions: ParsableArguments {
         // fails is reported anyway, as the command's error.
         var poolLogger = logger
         if chosenLevel == nil { poolLogger.logLevel = .error }
-        return try await Setting.database(databaseURL).withStore(sealer: sealer, logger: logger, poolLogger: poolLogger) { opened in
+        return try await database.location().withStore(sealer: sealer, logger: logger, poolLogger: poolLogger) { opened in
             do {
                 _ = try await opened.migrate()
             } catch let error as MigrationError {
