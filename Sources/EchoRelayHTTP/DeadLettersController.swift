@@ -28,7 +28,8 @@ struct DeadLettersController<Context: RequestContext>: Sendable {
         let limit = reader.limit()
         try reader.finish()
         let page = try await PageCut.fetch(limit: limit) { try await store.deadLetters(filter, beforeID: cursor, limit: $0) }
-        return try JSONResponse.make(PageView("dead_letters", page, cursor: { String($0.deliveryID) }, view: API.DeadLetter.init))
+        return try JSONResponse.make(API.DeadLetterList(dead_letters: page.shown.map(API.DeadLetter.init),
+                                                        next_cursor: page.nextCursor { String($0.deliveryID) }))
     }
 
     @Sendable func redrive(_ request: Request, context: Context) async throws -> Response {
@@ -39,11 +40,6 @@ struct DeadLettersController<Context: RequestContext>: Sendable {
             deliveriesCreated()
             context.logger.info("dead letters redriven", metadata: ["actor": "\(actor.name)", "matched": "\(matched)"])
         }
-        return try JSONResponse.make(RedriveView(matched: matched, dry_run: body.dryRun))
+        return try JSONResponse.make(API.DryRunCount(matched: matched, dry_run: body.dryRun))
     }
-}
-
-struct RedriveView: Encodable {
-    let matched: Int
-    let dry_run: Bool
 }

@@ -1,3 +1,4 @@
+import EchoRelayAPI
 import EchoRelayCore
 import HTTPTypes
 import Hummingbird
@@ -11,15 +12,15 @@ struct HealthController<Context: RequestContext>: Sendable {
 
     func addRoutes(to router: Router<Context>) {
         router.get("/healthz") { _, _ in
-            try JSONResponse.make(["status": "ok"])
+            try JSONResponse.make(API.Health(status: "ok"))
         }
         router.get("/readyz") { _, context in
             switch await store.readiness() {
             case .ready:
-                return try JSONResponse.make(["status": "ready"])
+                return try JSONResponse.make(API.Health(status: "ready"))
             case .notReady(let reason):
                 context.logger.warning("not ready", metadata: ["reason": "\(reason)"])
-                return try JSONResponse.make(status: .serviceUnavailable, ["status": "not ready", "reason": reason])
+                return try JSONResponse.make(status: .serviceUnavailable, API.NotReady(reason: reason))
             }
         }
     }

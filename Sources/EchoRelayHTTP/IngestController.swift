@@ -107,8 +107,9 @@ struct IngestController<Context: RequestContext>: Sendable {
         return (Self.acknowledgement(receipt), receipt.isDuplicate)
     }
 
-    /// `202 {"id":…,"sequence":…,"status":"accepted"}`, written directly: an event id is
-    /// `[A-Za-z0-9._:-]` (checked at parsing), so nothing in it needs escaping.
+    /// `202 {"id":…,"sequence":…,"status":"accepted"}` (`API.IngestAcknowledgement`), written
+    /// directly: an event id is `[A-Za-z0-9._:-]` (checked at parsing), so nothing in it needs
+    /// escaping.
     static func acknowledgement(_ receipt: IngestReceipt) -> Response {
         var body = ByteBuffer()
         body.reserveCapacity(64 + receipt.id.utf8.count)

@@ -31,7 +31,7 @@ struct ReplaysController<Context: RequestContext>: Sendable {
         let notFound = Problem.notFound("no subscription with id \"\(subscription.id)\"")
         if body.dryRun {
             guard let matched = try await store.countRecovery(recovery) else { throw notFound }
-            return try JSONResponse.make(DryRunView(matched: matched))
+            return try JSONResponse.make(API.DryRunCount(matched: matched))
         }
         let replay: Replay?
         do {
@@ -71,7 +71,7 @@ struct ReplaysController<Context: RequestContext>: Sendable {
         let body = try await supportBody(request, BulkReplayRequest.parse)
         if body.dryRun {
             let matched = try await store.countReplay(body.filter)
-            return try JSONResponse.make(DryRunView(matched: matched))
+            return try JSONResponse.make(API.DryRunCount(matched: matched))
         }
         let replay: Replay
         do {
@@ -107,10 +107,4 @@ struct ReplaysController<Context: RequestContext>: Sendable {
         context.logger.info("replay cancelled", metadata: ["replay.id": "\(id)", "actor": "\(actor.name)"])
         return try JSONResponse.make(API.Replay(replay))
     }
-}
-
-/// What a dry run answers: the count, and that nothing changed.
-struct DryRunView: Encodable {
-    let matched: Int
-    let dry_run = true
 }

@@ -103,7 +103,7 @@ struct SecurityEventsController<Context: RequestContext>: Sendable {
         var response: Response {
             var headers: HTTPFields = [.contentType: "application/json"]
             if status == .unauthorized { headers[.wwwAuthenticate] = "Bearer" }
-            let body = (try? JSONEncoder().encode(["err": code, "description": description])) ?? Data()
+            let body = (try? JSONEncoder().encode(API.SetError(err: code, description: description))) ?? Data()
             return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: body)))
         }
     }
@@ -124,6 +124,7 @@ struct SecurityEventsController<Context: RequestContext>: Sendable {
         let page = try await PageCut.fetch(limit: limit) { rows in
             try await store.securityEvents(disposition: disposition?.first, before: before, limit: rows)
         }
-        return try JSONResponse.make(PageView("security_events", page, cursor: { String($0.number) }, view: API.SecurityEvent.init))
+        return try JSONResponse.make(API.SecurityEventList(security_events: page.shown.map(API.SecurityEvent.init),
+                                                          next_cursor: page.nextCursor { String($0.number) }))
     }
 }

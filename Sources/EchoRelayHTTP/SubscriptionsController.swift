@@ -69,8 +69,8 @@ struct SubscriptionsController<Context: RequestContext>: Sendable {
             throw Problem(.badRequest, slug: "invalid-query", title: "Invalid query", detail: "the cursor is not one this server gave",
                           errors: [FieldProblem(field: "cursor", reason: "is not a cursor this server gave")])
         }
-        return try JSONResponse.make(PageView("subscriptions", page.subscriptions.map { API.Subscription($0) },
-                                              nextCursor: page.nextCursor))
+        return try JSONResponse.make(API.SubscriptionList(subscriptions: page.subscriptions.map { API.Subscription($0) },
+                                                          next_cursor: page.nextCursor))
     }
 
     @Sendable func show(_ request: Request, context: Context) async throws -> Response {

@@ -41,7 +41,7 @@ struct SupportController<Context: RequestContext>: Sendable {
             query.limit = rows
             return try await store.timeline(query)
         }
-        return try JSONResponse.make(PageView("events", page, cursor: { String($0.event.sequence) }, view: API.TimelineEvent.init))
+        return try JSONResponse.make(API.Timeline(events: page.shown.map(API.TimelineEvent.init), next_cursor: page.nextCursor { String($0.event.sequence) }))
     }
 
     /// Events of every user, newest received first, by type, status, reason, subscription
@@ -56,7 +56,8 @@ struct SupportController<Context: RequestContext>: Sendable {
             query.limit = rows
             return try await store.recentEvents(query)
         }
-        return try JSONResponse.make(PageView("events", page, cursor: { RecentEventsCursor(after: $0.event).text }, view: API.TimelineEvent.init))
+        return try JSONResponse.make(API.Timeline(events: page.shown.map(API.TimelineEvent.init),
+                                                  next_cursor: page.nextCursor { RecentEventsCursor(after: $0.event).text }))
     }
 
     @Sendable func replay(_ request: Request, context: Context) async throws -> Response {
@@ -88,7 +89,7 @@ struct SupportController<Context: RequestContext>: Sendable {
         }
         workCreated(.verification)
         context.logger.info("event sent for re-verification", metadata: ["event.id": "\(eventID)", "actor": "\(actor.name)"])
-        return try JSONResponse.make(status: .accepted, ["id": eventID, "status": EventStatus.pending.rawValue])
+        return try JSONResponse.make(status: .accepted, API.ReverifyAccepted(id: eventID, status: EventStatus.pending.rawValue))
     }
 }
 

@@ -56,7 +56,7 @@ struct AuditCommand: AsyncParsableCommand {
             }
             if client.json { return printJSON(try pages.json(listKey: "entries")) }
 
-            let entries = try pages.items(AuditPage.self, \.entries)
+            let entries = try pages.items(API.AuditList.self, \.entries)
             print(entries.isEmpty ? "no audit entries match" : Self.table(entries))
             pages.hintMore("entries")
         }
@@ -74,7 +74,3 @@ struct AuditCommand: AsyncParsableCommand {
     }
 }
 
-/// `GET /v1/audit`.
-struct AuditPage: Decodable {
-    let entries: [API.AuditEntry]
-}

@@ -32,7 +32,7 @@ struct DeadLettersCommand: AsyncParsableCommand {
                 let pages = try await paging.fetch(api, ["v1", "dead-letters"], filters: query)
                 if client.json { return printJSON(try pages.json(listKey: "dead_letters")) }
 
-                let letters = try pages.items(DeadLetterPage.self, \.dead_letters)
+                let letters = try pages.items(API.DeadLetterList.self, \.dead_letters)
                 print(letters.isEmpty ? "no dead letters match" : Self.table(letters))
                 pages.hintMore("dead letters")
             }
@@ -90,7 +90,7 @@ struct DeadLettersCommand: AsyncParsableCommand {
                     until: TimeArgument.value(until), dry_run: dryRun ? true : nil
                 ))
                 if client.json { return printJSON(answer.body) }
-                let matched = try answer.decode(DryRunCount.self).matched
+                let matched = try answer.decode(API.DryRunCount.self).matched
                 if dryRun {
                     print("dry run: \(TextOutput.count(matched, "dead letter matches", "dead letters match")); nothing was sent")
                 } else {
@@ -99,11 +99,6 @@ struct DeadLettersCommand: AsyncParsableCommand {
             }
         }
     }
-}
-
-/// `GET /v1/dead-letters`.
-struct DeadLetterPage: Decodable {
-    let dead_letters: [API.DeadLetter]
 }
 
 extension API.DeadLetter {

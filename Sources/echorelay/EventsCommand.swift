@@ -74,7 +74,7 @@ struct EventsCommand: AsyncParsableCommand {
                 let pages = try await paging.fetch(api, path, filters: query)
                 if client.json { return printJSON(try pages.json(listKey: "events")) }
 
-                let events = try pages.items(EventPage.self, \.events)
+                let events = try pages.items(API.Timeline.self, \.events)
                 if let user {
                     print(events.isEmpty ? "no events for user \(user) match" : Self.table(events))
                 } else {
@@ -168,11 +168,6 @@ struct EventsCommand: AsyncParsableCommand {
 }
 
 // MARK: - Answers
-
-/// `GET /v1/users/{user_id}/events` and `GET /v1/events`.
-struct EventPage: Decodable {
-    let events: [API.TimelineEvent]
-}
 
 extension API.DeliveryCounts {
     /// "3: 2 delivered, 1 dead (1 replay)", naming only the counts that are not zero.

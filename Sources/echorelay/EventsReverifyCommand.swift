@@ -57,7 +57,7 @@ extension EventsCommand {
                 let echo = try EchoFile.read(self.echo ?? "-")  // required in validate()
                 let answer = try await api.post(["v1", "events", id, "reverify"], body: API.ReverifyRequest(reason: reason ?? "", echo: echo))
                 if client.json { return printJSON(answer.body) }
-                let receipt = try answer.decode(ReverifyReceipt.self)
+                let receipt = try answer.decode(API.ReverifyAccepted.self)
                 print("event \(receipt.id) is \(receipt.status) verification again: the provider will be asked with the fresh echo headers")
                 print("follow it with: echorelay events show \(receipt.id)")
             }
@@ -141,10 +141,4 @@ enum EchoFile {
         }
         return API.EchoCredentials(service_provider: serviceProvider, authorization: authorization)
     }
-}
-
-/// `POST /v1/events/{id}/reverify`.
-struct ReverifyReceipt: Decodable {
-    let id: String
-    let status: String
 }

@@ -106,7 +106,7 @@ struct ReplayCommand: AsyncParsableCommand {
         ))
         if client.json { return printJSON(answer.body) }
         if dryRun {
-            let count = try answer.decode(DryRunCount.self)
+            let count = try answer.decode(API.DryRunCount.self)
             print("dry run: \(TextOutput.count(count.matched, "delivery matches", "deliveries match")); nothing was sent")
             return
         }
@@ -114,9 +114,4 @@ struct ReplayCommand: AsyncParsableCommand {
         print(replay.text)
         print("follow it with: echorelay replays show \(replay.id) --wait")
     }
-}
-
-/// A dry run's answer: how many deliveries match.
-struct DryRunCount: Decodable {
-    let matched: Int
 }

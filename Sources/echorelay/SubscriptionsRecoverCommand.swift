@@ -56,7 +56,7 @@ extension SubscriptionsCommand {
                 ))
                 if dryRun {
                     if client.json { return printJSON(answer.body) }
-                    let count = try answer.decode(DryRunCount.self)
+                    let count = try answer.decode(API.DryRunCount.self)
                     return print("dry run: \(TextOutput.count(count.matched, "event", "events")) to recover; nothing was sent")
                 }
                 let replay = try answer.decode(API.Replay.self)

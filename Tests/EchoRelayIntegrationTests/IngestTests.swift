@@ -1,3 +1,4 @@
+import EchoRelayAPI
 import EchoRelayCore
 import Foundation
 import NIOHTTP1
@@ -16,6 +17,9 @@ import TestSupport
             #expect(json["id"] as? String == "evt_1")
             #expect(json["sequence"] as? Int == 1)
             #expect(json["status"] as? String == "accepted")
+            // Written by hand for speed, and still the wire type the CLI and the demo decode.
+            #expect(try JSONDecoder().decode(API.IngestAcknowledgement.self, from: response.body)
+                == API.IngestAcknowledgement(id: "evt_1", sequence: 1))
             #expect(try await server.rowCounts() == ["events": 1, "work_items": 1, "user_sequences": 1])
             let kinds = try await server.database.withClient { client in
                 var kinds: [String] = []

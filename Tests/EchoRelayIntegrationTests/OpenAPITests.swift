@@ -83,7 +83,7 @@ import TestSupport
 
     /// The wire contract (EchoRelayAPI), which the handlers encode and the CLI decodes: each
     /// body, encoded, writes only its schema's properties and every required one, nested
-    /// objects included (a body with every optional member set writes them all).
+    /// objects included; and each type's coding keys are its schema's properties, both ways.
     @Test func theWireTypesHaveTheirSchemasProperties() throws {
         let shapes = try Self.describedDocument().shapes
         let attempt = API.DeliveryAttempt(started_at: "2026-01-31T12:00:00Z", duration_ms: 3, status_code: 200, error_kind: nil,
@@ -151,11 +151,70 @@ import TestSupport
             ("TestDeliveryResult", API.TestDeliveryResult(webhook_id: "msg_1", delivered: true, attempt: attempt)),
             ("ReverifyRequest", API.ReverifyRequest(reason: "r", echo: .init(service_provider: "https://api.example/v",
                                                                               authorization: "OAuth x"))),
+            ("EchoCredentials", API.EchoCredentials(service_provider: "https://api.example/v", authorization: "OAuth x")),
+            ("FieldProblem", API.FieldProblem(field: "id", reason: "is required")),
+            // Lists, and the small answers.
+            ("SubscriptionList", API.SubscriptionList(subscriptions: [subscription], next_cursor: "sub_1")),
+            ("SubscriptionDeliveryList", API.SubscriptionDeliveryList(deliveries: [], next_cursor: nil)),
+            ("Timeline", API.Timeline(events: [timeline], next_cursor: "1")),
+            ("DeadLetterList", API.DeadLetterList(dead_letters: [letter], next_cursor: nil)),
+            ("SecurityEventList", API.SecurityEventList(security_events: [set], next_cursor: nil)),
+            ("AuditList", API.AuditList(entries: [audit], next_cursor: "1")),
+            ("IngestAcknowledgement", API.IngestAcknowledgement(id: "evt_1", sequence: 1)),
+            ("DryRunCount", API.DryRunCount(matched: 3)),
+            ("RedriveCount", API.DryRunCount(matched: 3, dry_run: false)),
+            ("ReverifyAccepted", API.ReverifyAccepted(id: "evt_1")),
+            ("Health", API.Health(status: "ok")),
+            ("NotReady", API.NotReady(reason: "the database is not reachable")),
+            ("SetError", API.SetError(err: "invalid_key", description: "no key with that kid")),
         ]
         for (schema, body) in bodies {
             let json = try JSONSerialization.jsonObject(with: JSONEncoder().encode(body), options: [.fragmentsAllowed])
             Self.check(json, against: Shape(ref: schema, properties: nil, required: nil), in: shapes, at: schema)
         }
+
+        // Both ways: the members each type's conformance writes, set or not, are exactly its
+        // schema's properties. Types described inside another schema are named by the path.
+        let inner: [(String, any Encodable)] = [
+            ("Event.provider", API.ProviderValues(user_id: nil, phone_number: nil)),
+            ("Event.security_event", API.SecurityEventOrigin(issuer: "https://idp.example", jti: "j1", event_type: "x")),
+            ("TimelineEvent.deliveries", counts), ("Replay.actor", replay.actor), ("AuditEntry.actor", audit.actor),
+        ]
+        // API.Subscription is both `Subscription` and `SubscriptionWithSecret` (the secret is
+        // written once, at creation): its keys are the latter's.
+        for (schema, body) in bodies + inner where schema != "Subscription" {
+            let described = Set(Self.shape(at: schema, in: shapes)?.properties?.keys ?? [:].keys)
+            let written = try CodingKeyRecorder.keys(of: body)
+            #expect(written == described, """
+                \(schema): written, not described: \(written.subtracting(described).sorted()); \
+                described, not written: \(described.subtracting(written).sorted())
+                """)
+        }
+        // Every wire type is among them, so that a new one cannot go unchecked.
+        let checked = Set((bodies + inner).map { String(describing: type(of: $0.1)) })
+        #expect(try Self.wireTypeNames().subtracting(checked).sorted() == [], "wire types this test has no sample of")
+    }
+
+    /// The shape at `Schema` or `Schema.member` (a type described inside another schema).
+    static func shape(at path: String, in shapes: [String: Shape]) -> Shape? {
+        let parts = path.split(separator: ".").map(String.init)
+        var shape = shapes[parts[0]]
+        for member in parts.dropFirst() {
+            shape = shape?.properties?[member]
+            if let ref = shape?.ref { shape = shapes[ref] }
+        }
+        return shape
+    }
+
+    /// The names of the structs EchoRelayAPI declares as wire types.
+    static func wireTypeNames() throws -> Set<String> {
+        let folder = root.appendingPathComponent("Sources/EchoRelayAPI")
+        var names: Set<String> = []
+        for file in try FileManager.default.contentsOfDirectory(atPath: folder.path) where file.hasSuffix(".swift") {
+            let text = try String(contentsOf: folder.appendingPathComponent(file), encoding: .utf8)
+            for match in text.matches(of: /public struct (\w+): Codable/) { names.insert(String(match.1)) }
+        }
+        return names
     }
 
     static func check(_ json: Any, against shape: Shape, in shapes: [String: Shape], at path: String) {

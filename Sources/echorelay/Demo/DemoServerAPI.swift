@@ -25,14 +25,8 @@ struct DemoServerAPI: Sendable {
 
     // MARK: Subscriptions
 
-    private struct SubscriptionRequest: Encodable {
-        let url: String
-        let event_types: [String]
-        let description: String
-    }
-
     func createSubscription(url: String) async throws(ClientError) -> API.Subscription {
-        let request = SubscriptionRequest(
+        let request = API.SubscriptionInput(
             url: url, event_types: EventType.allCases.map(\.rawValue),
             description: "echorelay demo (deleted when the demo ends)"
         )
@@ -72,13 +66,8 @@ struct DemoServerAPI: Sendable {
 
     // MARK: Ingest
 
-    struct IngestReceipt: Decodable {
-        let id: String
-        let sequence: Int64
-    }
-
     /// `POST /v1/events`, signed with the Standard Webhooks headers under the ingest secret.
-    func push(_ event: DemoEventBody) async throws(ClientError) -> IngestReceipt {
+    func push(_ event: DemoEventBody) async throws(ClientError) -> API.IngestAcknowledgement {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         let body: Data
@@ -114,7 +103,7 @@ struct DemoServerAPI: Sendable {
             throw ClientError.problem(APIAnswer(status: status, body: answer), reasonPhrase: reasonPhrase,
                                       contentType: contentType, baseURL: baseURL)
         }
-        return try APIAnswer(status: status, body: answer).decode(IngestReceipt.self)
+        return try APIAnswer(status: status, body: answer).decode(API.IngestAcknowledgement.self)
     }
 
     private func send(_ request: HTTPClientRequest) async throws(ClientError) -> (Int, String, String?, Data) {
@@ -135,7 +124,7 @@ struct DemoServerAPI: Sendable {
 
     /// The user's events, newest first (a demo user has only a few).
     func timeline(userID: String) async throws(ClientError) -> [API.TimelineEvent] {
-        try await api.get(["v1", "users", userID, "events"], query: [("limit", "100")]).decode(EventPage.self).events
+        try await api.get(["v1", "users", userID, "events"], query: [("limit", "100")]).decode(API.Timeline.self).events
     }
 
     func event(id: String) async throws(ClientError) -> API.Event {
@@ -154,5 +143,5 @@ struct DemoEventBody: Encodable, Sendable {
     let user_id: String
     let occurred_at: String
     let data: [String: String]
-    let echo: DemoEcho
+    let echo: API.EchoCredentials
 }

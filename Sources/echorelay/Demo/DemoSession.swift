@@ -1,3 +1,4 @@
+import EchoRelayAPI
 import EchoRelayCore
 import EchoRelayServer
 import Foundation
@@ -22,7 +23,7 @@ struct DemoSession: Sendable {
 
     /// The OAuth Echo headers the client app hands its backend: a verify-credentials request
     /// to `serviceProvider`, signed now with a fresh nonce, as `echorelay echo-sign` does.
-    func echo(serviceProvider: String) throws(ClientError) -> DemoEcho {
+    func echo(serviceProvider: String) throws(ClientError) -> API.EchoCredentials {
         do {
             let authorization = try OAuth1.authorizationHeader(
                 method: "GET", url: serviceProvider,
@@ -30,15 +31,9 @@ struct DemoSession: Sendable {
                 token: token, tokenSecret: tokenSecret,
                 nonce: OAuth1.randomNonce(), timestamp: String(Int64(Date().timeIntervalSince1970))
             )
-            return DemoEcho(service_provider: serviceProvider, authorization: authorization)
+            return API.EchoCredentials(service_provider: serviceProvider, authorization: authorization)
         } catch {
             throw ClientError("could not sign the echo request: \(error.reason)")
         }
     }
-}
-
-/// An event's `echo` object.
-struct DemoEcho: Encodable, Sendable {
-    let service_provider: String
-    let authorization: String
 }
