@@ -112,6 +112,34 @@ public struct StoredEvent: Sendable, Equatable {
     }
 }
 
+extension StoredEvent {
+    /// What a list of events reads of `events e`, in the order `init(summaryRow:)` reads it.
+    public static let summaryColumns = """
+        e.id, e.type, e.user_id, e.sequence, e.occurred_at, e.received_at, e.status, e.status_reason,
+        e.decided_at, e.verified_at, e.pruned_at
+        """
+    /// A list's columns, then the provider's answer and the source: what `init(row:)` reads.
+    public static let columns = summaryColumns + ", e.provider_user_id, e.provider_phone_number, e.source"
+
+    public init(row: some StoreRow) throws {
+        try self.init(summaryRow: row)
+        providerUserID = try row.optionalString(11)
+        providerPhoneNumber = try row.optionalString(12)
+        source = try row.value(13, "source of event \(id)")
+    }
+
+    /// An event as a list shows it: without the provider's answer, and read as pushed.
+    public init(summaryRow row: some StoreRow) throws {
+        let id = try row.string(0)
+        self.init(
+            id: id, type: try row.value(1, "type of event \(id)"), userID: try row.string(2), sequence: try row.int64(3),
+            occurredAt: try row.date(4), receivedAt: try row.date(5), status: try row.value(6, "status of event \(id)"),
+            reason: try row.optionalString(7).flatMap(VerificationReason.init(rawValue:)), decidedAt: try row.optionalDate(8),
+            verifiedAt: try row.optionalDate(9), prunedAt: try row.optionalDate(10)
+        )
+    }
+}
+
 public enum Readiness: Sendable, Equatable {
     case ready
     case notReady(String)

@@ -80,10 +80,7 @@ extension PostgresEventStore: TimelineStore {
         """
 
     /// What `entries` reads of a page `e` and its deliveries.
-    static let entryColumns = """
-        e.id, e.user_id, e.type, e.sequence, e.occurred_at, e.received_at, e.status, e.status_reason,
-        e.decided_at, e.verified_at, replayed.replays, originals.subscriptions, originals.statuses, e.pruned_at
-        """
+    static let entryColumns = StoredEvent.summaryColumns + ", replayed.replays, originals.subscriptions, originals.statuses"
 
     /// Each event of the page finds its deliveries by key, through the two unique indexes
     /// (originals, replays): no index has the event alone, and a join the planner may hash
@@ -100,27 +97,16 @@ extension PostgresEventStore: TimelineStore {
         """
 
     private static func entries(_ rows: PostgresRowSequence) async throws -> [TimelineEntry] {
-        var entries: [TimelineEntry] = []
-        for try await row in rows.decode(
-            (String, String, String, Int64, Date, Date, String, String?, Date?, Date?, Int, [String], [String], Date?).self
-        ) {
-            guard let type = EventType(rawValue: row.2), let status = EventStatus(rawValue: row.6) else {
-                throw StoreError.unexpected("event \(row.0) has an unknown type or status")
-            }
-            let event = StoredEvent(
-                id: row.0, type: type, userID: row.1, sequence: row.3, occurredAt: row.4, receivedAt: row.5,
-                status: status, reason: row.7.flatMap(VerificationReason.init(rawValue:)), decidedAt: row.8, verifiedAt: row.9,
-                prunedAt: row.13
-            )
-            let bySubscription = try zip(row.11, row.12).map { subscriptionID, status in
+        try await rows.storeRows().map { row in
+            let event = try StoredEvent(summaryRow: row)
+            let bySubscription = try zip(try row.stringArray(12), try row.stringArray(13)).map { subscriptionID, status in
                 guard let status = DeliveryStatus(rawValue: status) else {
-                    throw StoreError.unexpected("a delivery of event \(row.0) has an unknown status")
+                    throw StoreError.unexpected("a delivery of event \(event.id) has an unknown status")
                 }
                 return SubscriptionDeliveryState(subscriptionID: subscriptionID, status: status)
             }
-            entries.append(TimelineEntry(event: event, deliveries: DeliverySummary(bySubscription: bySubscription, replays: row.10)))
+            return TimelineEntry(event: event, deliveries: DeliverySummary(bySubscription: bySubscription, replays: try row.int(11)))
         }
-        return entries
     }
 }
 

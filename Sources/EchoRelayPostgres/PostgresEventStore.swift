@@ -206,25 +206,9 @@ public struct PostgresEventStore: EventStore {
     public func event(id: String) async throws -> StoredEvent? {
         do {
             let rows = try await client.query("""
-                SELECT id, type, user_id, sequence, occurred_at, received_at, status, status_reason,
-                       decided_at, verified_at, provider_user_id, provider_phone_number, source, pruned_at
-                FROM events WHERE id = \(id)
+                SELECT \(unescaped: StoredEvent.columns) FROM events e WHERE e.id = \(id)
                 """, logger: logger)
-            for try await (id, type, userID, sequence, occurredAt, receivedAt, status, reason, decidedAt, verifiedAt,
-                           providerUserID, providerPhone, source, prunedAt)
-                in rows.decode((String, String, String, Int64, Date, Date, String, String?, Date?, Date?, String?, String?, String, Date?).self) {
-                guard let type = EventType(rawValue: type), let status = EventStatus(rawValue: status),
-                      let source = EventSource(rawValue: source) else {
-                    throw StoreError.unexpected("event \(id) has an unknown type, status or source")
-                }
-                return StoredEvent(
-                    id: id, type: type, userID: userID, sequence: sequence, occurredAt: occurredAt,
-                    receivedAt: receivedAt, status: status, reason: reason.flatMap(VerificationReason.init(rawValue:)),
-                    decidedAt: decidedAt, verifiedAt: verifiedAt, providerUserID: providerUserID,
-                    providerPhoneNumber: providerPhone, source: source, prunedAt: prunedAt
-                )
-            }
-            return nil
+            return try await rows.storeRows().first.map(StoredEvent.init(row:))
         } catch {
             throw StoreError.wrap(error)
         }

@@ -49,33 +49,21 @@ extension SQLiteEventStore {
     }
 
     /// An event `e` with its deliveries `d` grouped: what `entry` reads.
-    private static let entryColumns = """
-        e.id, e.user_id, e.type, e.sequence, e.occurred_at, e.received_at, e.status, e.status_reason,
-        e.decided_at, e.verified_at,
-        count(d.id) FILTER (WHERE d.replay_id IS NOT NULL),
-        json_group_array(json_array(d.subscription_id, d.status)) FILTER (WHERE d.id IS NOT NULL AND d.replay_id IS NULL),
-        e.pruned_at
+    private static let entryColumns = StoredEvent.summaryColumns + """
+        , count(d.id) FILTER (WHERE d.replay_id IS NOT NULL),
+        json_group_array(json_array(d.subscription_id, d.status)) FILTER (WHERE d.id IS NOT NULL AND d.replay_id IS NULL)
         """
 
     private static func entry(_ row: Row) throws -> TimelineEntry {
-        let id = try row.string(0)
-        guard let type = EventType(rawValue: try row.string(2)), let status = EventStatus(rawValue: try row.string(6)) else {
-            throw StoreError.unexpected("event \(id) has an unknown type or status")
-        }
-        let event = StoredEvent(
-            id: id, type: type, userID: try row.string(1), sequence: try row.int64(3), occurredAt: try row.date(4),
-            receivedAt: try row.date(5), status: status,
-            reason: try row.optionalString(7).flatMap(VerificationReason.init(rawValue:)),
-            decidedAt: try row.optionalDate(8), verifiedAt: try row.optionalDate(9), prunedAt: try row.optionalDate(12)
-        )
-        let pairs = try JSONDecoder().decode([[String]].self, from: Data(try row.string(11).utf8))
+        let event = try StoredEvent(summaryRow: row)
+        let pairs = try JSONDecoder().decode([[String]].self, from: Data(try row.string(12).utf8))
         let bySubscription = try pairs.map { pair in
             guard pair.count == 2, let status = DeliveryStatus(rawValue: pair[1]) else {
-                throw StoreError.unexpected("a delivery of event \(id) has an unknown status")
+                throw StoreError.unexpected("a delivery of event \(event.id) has an unknown status")
             }
             return SubscriptionDeliveryState(subscriptionID: pair[0], status: status)
         }.sorted { $0.subscriptionID < $1.subscriptionID }
-        return TimelineEntry(event: event, deliveries: DeliverySummary(bySubscription: bySubscription, replays: try row.int(10)))
+        return TimelineEntry(event: event, deliveries: DeliverySummary(bySubscription: bySubscription, replays: try row.int(11)))
     }
 
     public func deadLetters(_ filter: DeadLetterFilter, beforeID: Int64?, limit: Int) async throws -> [DeadLetter] {

@@ -224,23 +224,7 @@ extension SQLiteEventStore {
 
     public func event(id: String) async throws -> StoredEvent? {
         try await session.read { db in
-            guard let row = try await db.row("""
-                SELECT id, type, user_id, sequence, occurred_at, received_at, status, status_reason,
-                       decided_at, verified_at, provider_user_id, provider_phone_number, source, pruned_at
-                FROM events WHERE id = ?1
-                """, [id]) else { return nil }
-            guard let type = EventType(rawValue: try row.string(1)), let status = EventStatus(rawValue: try row.string(6)),
-                  let source = EventSource(rawValue: try row.string(12)) else {
-                throw StoreError.unexpected("event \(id) has an unknown type, status or source")
-            }
-            return StoredEvent(
-                id: try row.string(0), type: type, userID: try row.string(2), sequence: try row.int64(3),
-                occurredAt: try row.date(4), receivedAt: try row.date(5), status: status,
-                reason: try row.optionalString(7).flatMap(VerificationReason.init(rawValue:)),
-                decidedAt: try row.optionalDate(8), verifiedAt: try row.optionalDate(9),
-                providerUserID: try row.optionalString(10), providerPhoneNumber: try row.optionalString(11), source: source,
-                prunedAt: try row.optionalDate(13)
-            )
+            try await db.row("SELECT \(StoredEvent.columns) FROM events e WHERE e.id = ?1", [id]).map(StoredEvent.init(row:))
         }
     }
 

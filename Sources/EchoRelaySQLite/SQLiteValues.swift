@@ -48,9 +48,9 @@ extension Optional: SQLiteBind where Wrapped: SQLiteBind {
     var sqliteData: SQLiteData { self?.sqliteData ?? .null }
 }
 
-/// One result row, read by column position like a decoded PostgreSQL tuple. A value of the
-/// wrong type is a `StoreError.unexpected` naming the column, never its content.
-struct Row {
+/// One result row, read by column position (`StoreRow`). A value of the wrong type is a
+/// `StoreError.unexpected` naming the column, never its content.
+struct Row: StoreRow {
     let values: [SQLiteData]
     let names: [String]
 
@@ -105,10 +105,6 @@ struct Row {
             throw mismatch(index, "a JSON array")
         }
         return items.compactMap(\.stringValue)
-    }
-
-    func optionalJSON(_ index: Int) throws -> JSONValue? {
-        try optionalString(index).flatMap { try? JSONValue.parse(Array($0.utf8)) }
     }
 }
 
