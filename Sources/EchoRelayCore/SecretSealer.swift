@@ -142,6 +142,20 @@ public struct SecretSealer: Sendable {
         }
         return try seal(open(stored, subscriptionID: subscriptionID), subscriptionID: subscriptionID)
     }
+
+    /// What `reseal(row:)` reads of `subscriptions`.
+    public static let resealColumns = "id, secret, previous_secret"
+
+    /// A subscription's secrets resealed (see `reseal(_:subscriptionID:)`), each nil where it
+    /// stays as it is; nil when neither changes.
+    public func reseal(row: some StoreRow) throws -> (id: String, secret: String?, previous: String?)? {
+        let id = try row.string(0)
+        let secret = try reseal(try row.string(1), subscriptionID: id)
+        let previous = try row.optionalString(2).flatMap { stored throws(SecretSealerError) in
+            try reseal(stored, subscriptionID: id)
+        }
+        return secret == nil && previous == nil ? nil : (id, secret, previous)
+    }
 }
 
 /// Why a key or a sealed secret was refused. The texts name keys by their id and rows by

@@ -4,26 +4,9 @@ import Logging
 import PostgresNIO
 
 extension PostgresEventStore: SubscriptionStore {
-    static let subscriptionColumns = """
-        id, owner_token_id, url, event_types, description, ordered, enabled, disabled_reason,
-        created_at, updated_at, last_success_at, failing_since, seq
-        """
-
-    typealias SubscriptionRow = (String, String?, String, [String], String?, Bool, Bool, String?, Date, Date, Date?, Date?, Int64)
-
-    static func subscription(_ row: SubscriptionRow) -> Subscription {
-        Subscription(
-            id: row.0, ownerTokenID: row.1, url: row.2, eventTypes: row.3.compactMap(EventType.init(rawValue:)),
-            description: row.4, ordered: row.5, enabled: row.6, disabledReason: row.7, createdAt: row.8,
-            updatedAt: row.9, lastSuccessAt: row.10, failingSince: row.11
-        )
-    }
-
     private func oneSubscription(_ query: PostgresQuery) async throws -> Subscription? {
         do {
-            let rows = try await client.query(query, logger: logger)
-            for try await row in rows.decode(SubscriptionRow.self) { return Self.subscription(row) }
-            return nil
+            return try await client.query(query, logger: logger).storeRows().first.map(Subscription.init(row:))
         } catch {
             throw StoreError.wrap(error)
         }
@@ -37,7 +20,7 @@ extension PostgresEventStore: SubscriptionStore {
         let created = try await oneSubscription("""
             INSERT INTO subscriptions (id, owner_token_id, url, event_types, description, ordered, secret)
             VALUES (\(id), \(ownerTokenID), \(fields.url ?? ""), \(types), \(description), \(fields.ordered ?? true), \(stored))
-            RETURNING \(unescaped: Self.subscriptionColumns)
+            RETURNING \(unescaped: Subscription.columns)
             """)
         guard let created else { throw StoreError.unexpected("insert returned no row") }
         return created
@@ -52,12 +35,11 @@ extension PostgresEventStore: SubscriptionStore {
         }
         do {
             let rows = try await client.query("""
-                SELECT \(unescaped: Self.subscriptionColumns) FROM subscriptions
+                SELECT \(unescaped: Subscription.columns) FROM subscriptions
                 WHERE deleted_at IS NULL AND seq > \(after) AND (\(owner)::text IS NULL OR owner_token_id = \(owner))
                 ORDER BY seq LIMIT \(limit + 1)
                 """, logger: logger)
-            var page: [(Subscription, Int64)] = []
-            for try await row in rows.decode(SubscriptionRow.self) { page.append((Self.subscription(row), row.12)) }
+            let page = try await rows.storeRows().map { (try Subscription(row: $0), try $0.int64(12)) }
             let hasMore = page.count > limit
             let items = Array(page.prefix(limit))
             let next = hasMore ? items.last.map { Data("s:\($0.1)".utf8).base64EncodedString() } : nil
@@ -69,7 +51,7 @@ extension PostgresEventStore: SubscriptionStore {
 
     public func subscription(id: String) async throws -> Subscription? {
         try await oneSubscription("""
-            SELECT \(unescaped: Self.subscriptionColumns) FROM subscriptions WHERE id = \(id) AND deleted_at IS NULL
+            SELECT \(unescaped: Subscription.columns) FROM subscriptions WHERE id = \(id) AND deleted_at IS NULL
             """)
     }
 
@@ -85,7 +67,7 @@ extension PostgresEventStore: SubscriptionStore {
                 ordered = coalesce(\(fields.ordered), ordered),
                 updated_at = now()
             WHERE id = \(id) AND deleted_at IS NULL
-            RETURNING \(unescaped: Self.subscriptionColumns)
+            RETURNING \(unescaped: Subscription.columns)
             """)
     }
 
@@ -119,7 +101,7 @@ extension PostgresEventStore: SubscriptionStore {
             SET enabled = \(enabled), disabled_reason = CASE WHEN \(enabled) THEN NULL ELSE \(reason) END,
                 failing_since = CASE WHEN \(enabled) THEN NULL ELSE failing_since END, updated_at = now()
             WHERE id = \(id) AND deleted_at IS NULL
-            RETURNING \(unescaped: Self.subscriptionColumns)
+            RETURNING \(unescaped: Subscription.columns)
             """)
     }
 
@@ -131,7 +113,7 @@ extension PostgresEventStore: SubscriptionStore {
             SET previous_secret = secret, previous_secret_expires_at = now() + make_interval(secs => \(overlap.seconds)),
                 secret = \(stored), updated_at = now()
             WHERE id = \(id) AND deleted_at IS NULL
-            RETURNING \(unescaped: Self.subscriptionColumns)
+            RETURNING \(unescaped: Subscription.columns)
             """)
     }
 }
@@ -142,16 +124,9 @@ extension PostgresEventStore {
         // A sealing error comes out of `transaction` as it is, and nothing is changed.
         return try await transaction { connection in
             let rows = try await connection.query(
-                "SELECT id, secret, previous_secret FROM subscriptions ORDER BY seq FOR UPDATE", logger: logger
+                "SELECT \(unescaped: SecretSealer.resealColumns) FROM subscriptions ORDER BY seq FOR UPDATE", logger: logger
             )
-            var changes: [(id: String, secret: String?, previous: String?)] = []
-            for try await (id, secret, previous) in rows.decode((String, String, String?).self) {
-                let newSecret = try sealer.reseal(secret, subscriptionID: id)
-                let newPrevious = try previous.flatMap { stored throws(SecretSealerError) in
-                    try sealer.reseal(stored, subscriptionID: id)
-                }
-                if newSecret != nil || newPrevious != nil { changes.append((id, newSecret, newPrevious)) }
-            }
+            let changes = try await rows.storeRows().compactMap { try sealer.reseal(row: $0) }
             for change in changes {
                 try await connection.query("""
                     UPDATE subscriptions

@@ -2,21 +2,6 @@ import EchoRelayCore
 import Foundation
 
 extension SQLiteEventStore {
-    static let subscriptionColumns = """
-        id, owner_token_id, url, event_types, description, ordered, enabled, disabled_reason,
-        created_at, updated_at, last_success_at, failing_since, seq
-        """
-
-    static func subscription(_ row: Row) throws -> Subscription {
-        Subscription(
-            id: try row.string(0), ownerTokenID: try row.optionalString(1), url: try row.string(2),
-            eventTypes: try row.stringArray(3).compactMap(EventType.init(rawValue:)), description: try row.optionalString(4),
-            ordered: try row.bool(5), enabled: try row.bool(6), disabledReason: try row.optionalString(7),
-            createdAt: try row.date(8), updatedAt: try row.date(9), lastSuccessAt: try row.optionalDate(10),
-            failingSince: try row.optionalDate(11)
-        )
-    }
-
     public func createSubscription(_ fields: SubscriptionFields, ownerTokenID: String?, secret: String) async throws -> Subscription {
         let id = "sub_" + RandomID.make()
         let types = (fields.eventTypes ?? []).map(\.rawValue)
@@ -28,10 +13,10 @@ extension SQLiteEventStore {
                 INSERT INTO subscriptions (id, seq, owner_token_id, url, event_types, description, ordered, secret,
                                            created_at, updated_at)
                 VALUES (?1, (SELECT coalesce(max(seq), 0) + 1 FROM subscriptions), ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8)
-                RETURNING \(Self.subscriptionColumns)
+                RETURNING \(Subscription.columns)
                 """, [id, ownerTokenID, fields.url ?? "", JSONText(types), description, fields.ordered ?? true, stored, db.now])
             else { throw StoreError.unexpected("insert returned no row") }
-            return try Self.subscription(row)
+            return try Subscription(row: row)
         }
     }
 
@@ -44,11 +29,11 @@ extension SQLiteEventStore {
         }
         return try await session.read { db in
             let rows = try await db.rows("""
-                SELECT \(Self.subscriptionColumns) FROM subscriptions
+                SELECT \(Subscription.columns) FROM subscriptions
                 WHERE deleted_at IS NULL AND seq > ?1 AND (?2 IS NULL OR owner_token_id = ?2)
                 ORDER BY seq LIMIT ?3
                 """, [after, owner, limit + 1])
-            let page = try rows.map { (try Self.subscription($0), try $0.int64(12)) }
+            let page = try rows.map { (try Subscription(row: $0), try $0.int64(12)) }
             let hasMore = page.count > limit
             let items = Array(page.prefix(limit))
             let next = hasMore ? items.last.map { Data("s:\($0.1)".utf8).base64EncodedString() } : nil
@@ -59,8 +44,8 @@ extension SQLiteEventStore {
     public func subscription(id: String) async throws -> Subscription? {
         try await session.read { db in
             try await db.row("""
-                SELECT \(Self.subscriptionColumns) FROM subscriptions WHERE id = ?1 AND deleted_at IS NULL
-                """, [id]).map(Self.subscription)
+                SELECT \(Subscription.columns) FROM subscriptions WHERE id = ?1 AND deleted_at IS NULL
+                """, [id]).map(Subscription.init(row:))
         }
     }
 
@@ -77,8 +62,8 @@ extension SQLiteEventStore {
                     ordered = coalesce(?5, ordered),
                     updated_at = ?6
                 WHERE id = ?7 AND deleted_at IS NULL
-                RETURNING \(Self.subscriptionColumns)
-                """, [fields.url, types, setDescription, description, fields.ordered, db.now, id]).map(Self.subscription)
+                RETURNING \(Subscription.columns)
+                """, [fields.url, types, setDescription, description, fields.ordered, db.now, id]).map(Subscription.init(row:))
         }
     }
 
@@ -104,8 +89,8 @@ extension SQLiteEventStore {
                 SET enabled = ?1, disabled_reason = CASE WHEN ?1 THEN NULL ELSE ?2 END,
                     failing_since = CASE WHEN ?1 THEN NULL ELSE failing_since END, updated_at = ?3
                 WHERE id = ?4 AND deleted_at IS NULL
-                RETURNING \(Self.subscriptionColumns)
-                """, [enabled, reason, db.now, id]).map(Self.subscription)
+                RETURNING \(Subscription.columns)
+                """, [enabled, reason, db.now, id]).map(Subscription.init(row:))
         }
     }
 
@@ -117,8 +102,8 @@ extension SQLiteEventStore {
                 UPDATE subscriptions
                 SET previous_secret = secret, previous_secret_expires_at = ?1, secret = ?2, updated_at = ?3
                 WHERE id = ?4 AND deleted_at IS NULL
-                RETURNING \(Self.subscriptionColumns)
-                """, [db.now + overlap.microseconds, stored, db.now, id]).map(Self.subscription)
+                RETURNING \(Subscription.columns)
+                """, [db.now + overlap.microseconds, stored, db.now, id]).map(Subscription.init(row:))
         }
     }
 
@@ -127,17 +112,12 @@ extension SQLiteEventStore {
         // One transaction: a secret that does not open stops it, and nothing is changed.
         return try await session.write { db in
             var changed = 0
-            for row in try await db.rows("SELECT id, secret, previous_secret FROM subscriptions ORDER BY seq") {
-                let id = try row.string(0)
-                let newSecret = try sealer.reseal(try row.string(1), subscriptionID: id)
-                let newPrevious = try row.optionalString(2).flatMap { stored throws(SecretSealerError) in
-                    try sealer.reseal(stored, subscriptionID: id)
-                }
-                guard newSecret != nil || newPrevious != nil else { continue }
+            for row in try await db.rows("SELECT \(SecretSealer.resealColumns) FROM subscriptions ORDER BY seq") {
+                guard let change = try sealer.reseal(row: row) else { continue }
                 try await db.run("""
                     UPDATE subscriptions SET secret = coalesce(?1, secret), previous_secret = coalesce(?2, previous_secret)
                     WHERE id = ?3
-                    """, [newSecret, newPrevious, id])
+                    """, [change.secret, change.previous, change.id])
                 changed += 1
             }
             return changed

@@ -36,6 +36,24 @@ public struct Subscription: Sendable, Equatable {
     }
 }
 
+extension Subscription {
+    /// What `init(row:)` reads of `subscriptions`, in order; `seq`, last, is a list's cursor.
+    public static let columns = """
+        id, owner_token_id, url, event_types, description, ordered, enabled, disabled_reason,
+        created_at, updated_at, last_success_at, failing_since, seq
+        """
+
+    public init(row: some StoreRow) throws {
+        self.init(
+            id: try row.string(0), ownerTokenID: try row.optionalString(1), url: try row.string(2),
+            eventTypes: try row.stringArray(3).compactMap(EventType.init(rawValue:)), description: try row.optionalString(4),
+            ordered: try row.bool(5), enabled: try row.bool(6), disabledReason: try row.optionalString(7),
+            createdAt: try row.date(8), updatedAt: try row.date(9), lastSuccessAt: try row.optionalDate(10),
+            failingSince: try row.optionalDate(11)
+        )
+    }
+}
+
 /// The fields a client sets on create (all) or update (some).
 public struct SubscriptionFields: Sendable, Equatable {
     public var url: String?
