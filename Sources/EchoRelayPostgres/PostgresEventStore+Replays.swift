@@ -240,38 +240,12 @@ extension PostgresEventStore: ReplayStore {
     public func replay(id: String) async throws -> Replay? {
         do {
             let rows = try await client.query("""
-                SELECT r.id, r.kind, r.state, r.reason, r.actor_name, r.actor_role, r.event_id, r.filter::text,
-                       r.matched, r.sent, r.cursor_done, r.created_at, r.cancelled_at,
-                       count(*) FILTER (WHERE d.status = 'delivered')::integer,
-                       count(*) FILTER (WHERE d.status = 'dead')::integer,
-                       count(*) FILTER (WHERE d.status = 'pending')::integer,
-                       max(d.finished_at)
+                SELECT \(unescaped: Replay.columns)
                 FROM replays r LEFT JOIN deliveries d ON d.replay_id = r.id
                 WHERE r.id = \(id)
                 GROUP BY r.id
                 """, logger: logger)
-            for try await row in rows.decode(
-                (String, String, String, String, String, String, String?, String?, Int, Int, Bool, Date, Date?, Int, Int, Int, Date?).self
-            ) {
-                let state: ReplayState = if row.2 == "cancelled" {
-                    .cancelled
-                } else if row.10 && row.15 == 0 {
-                    .completed
-                } else {
-                    .running
-                }
-                let finishedAt: Date? = switch state {
-                case .cancelled: row.12
-                case .completed: row.16 ?? row.11
-                case .running: nil
-                }
-                return Replay(
-                    id: row.0, kind: ReplayKind(rawValue: row.1) ?? .bulk, state: state, reason: row.3, actorName: row.4,
-                    actorRole: row.5, eventID: row.6, filter: row.7.flatMap { try? JSONValue.parse(Array($0.utf8)) },
-                    matched: row.8, sent: row.9, delivered: row.13, failed: row.14, createdAt: row.11, finishedAt: finishedAt
-                )
-            }
-            return nil
+            return try await rows.storeRows().first.map(Replay.init(row:))
         } catch {
             throw StoreError.wrap(error)
         }
@@ -358,7 +332,7 @@ extension PostgresEventStore: AuditStore {
     public func auditEntries(_ query: AuditQuery) async throws -> [AuditEntry] {
         do {
             let rows = try await client.query("""
-                SELECT id, at, actor_token_id, actor_name, actor_role, action, target, filter::text, matched, reason
+                SELECT \(unescaped: AuditEntry.columns)
                 FROM audit_log
                 WHERE (\(query.action)::text IS NULL OR action = \(query.action))
                   AND (\(query.actorName)::text IS NULL OR actor_name = \(query.actorName))
@@ -368,14 +342,7 @@ extension PostgresEventStore: AuditStore {
                   AND (\(query.beforeID)::bigint IS NULL OR id < \(query.beforeID))
                 ORDER BY id DESC LIMIT \(query.limit)
                 """, logger: logger)
-            var entries: [AuditEntry] = []
-            for try await row in rows.decode((Int64, Date, String?, String, String, String, String?, String?, Int?, String?).self) {
-                entries.append(AuditEntry(
-                    id: row.0, at: row.1, actorTokenID: row.2, actorName: row.3, actorRole: row.4, action: row.5, target: row.6,
-                    filter: row.7.flatMap { try? JSONValue.parse(Array($0.utf8)) }, matched: row.8, reason: row.9
-                ))
-            }
-            return entries
+            return try await rows.storeRows().map(AuditEntry.init(row:))
         } catch {
             throw StoreError.wrap(error)
         }

@@ -22,7 +22,7 @@ extension SQLiteEventStore {
     public func auditEntries(_ query: AuditQuery) async throws -> [AuditEntry] {
         try await session.read { db in
             try await db.rows("""
-                SELECT id, at, actor_token_id, actor_name, actor_role, action, target, filter, matched, reason
+                SELECT \(AuditEntry.columns)
                 FROM audit_log
                 WHERE (?1 IS NULL OR action = ?1)
                   AND (?2 IS NULL OR actor_name = ?2)
@@ -31,13 +31,8 @@ extension SQLiteEventStore {
                   AND (?5 IS NULL OR at < ?5)
                   AND (?6 IS NULL OR id < ?6)
                 ORDER BY id DESC LIMIT ?7
-                """, [query.action, query.actorName, query.target, query.since, query.until, query.beforeID, query.limit]).map { row in
-                AuditEntry(
-                    id: try row.int64(0), at: try row.date(1), actorTokenID: try row.optionalString(2), actorName: try row.string(3),
-                    actorRole: try row.string(4), action: try row.string(5), target: try row.optionalString(6),
-                    filter: try row.optionalJSON(7), matched: try row.optionalInt(8), reason: try row.optionalString(9)
-                )
-            }
+                """, [query.action, query.actorName, query.target, query.since, query.until, query.beforeID, query.limit])
+                .map(AuditEntry.init(row:))
         }
     }
 }

@@ -167,37 +167,12 @@ extension SQLiteEventStore {
 
     public func replay(id: String) async throws -> Replay? {
         try await session.read { db in
-            guard let row = try await db.row("""
-                SELECT r.id, r.kind, r.state, r.reason, r.actor_name, r.actor_role, r.event_id, r.filter,
-                       r.matched, r.sent, r.cursor_done, r.created_at, r.cancelled_at,
-                       count(*) FILTER (WHERE d.status = 'delivered'),
-                       count(*) FILTER (WHERE d.status = 'dead'),
-                       count(*) FILTER (WHERE d.status = 'pending'),
-                       max(d.finished_at)
+            try await db.row("""
+                SELECT \(Replay.columns)
                 FROM replays r LEFT JOIN deliveries d ON d.replay_id = r.id
                 WHERE r.id = ?1
                 GROUP BY r.id
-                """, [id]) else { return nil }
-            let createdAt = try row.date(11)
-            let state: ReplayState = if try row.string(2) == "cancelled" {
-                .cancelled
-            } else if try row.bool(10), try row.int(15) == 0 {
-                .completed
-            } else {
-                .running
-            }
-            let finishedAt: Date? = switch state {
-            case .cancelled: try row.optionalDate(12)
-            case .completed: try row.optionalDate(16) ?? createdAt
-            case .running: nil
-            }
-            return Replay(
-                id: try row.string(0), kind: ReplayKind(rawValue: try row.string(1)) ?? .bulk, state: state,
-                reason: try row.string(3), actorName: try row.string(4), actorRole: try row.string(5),
-                eventID: try row.optionalString(6), filter: try row.optionalJSON(7), matched: try row.int(8),
-                sent: try row.int(9), delivered: try row.int(13), failed: try row.int(14), createdAt: createdAt,
-                finishedAt: finishedAt
-            )
+                """, [id]).map(Replay.init(row:))
         }
     }
 

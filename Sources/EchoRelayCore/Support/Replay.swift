@@ -119,6 +119,42 @@ public struct Replay: Sendable, Equatable {
     }
 }
 
+extension Replay {
+    /// What `init(row:)` reads of a replay `r` and its deliveries `d`, grouped by `r.id`.
+    public static let columns = """
+        r.id, r.kind, r.state, r.reason, r.actor_name, r.actor_role, r.event_id, CAST(r.filter AS text),
+        r.matched, r.sent, r.cursor_done, r.created_at, r.cancelled_at,
+        CAST(count(*) FILTER (WHERE d.status = 'delivered') AS integer),
+        CAST(count(*) FILTER (WHERE d.status = 'dead') AS integer),
+        CAST(count(*) FILTER (WHERE d.status = 'pending') AS integer),
+        max(d.finished_at)
+        """
+
+    /// Its state follows from its deliveries: completed once all are created and none is pending.
+    public init(row: some StoreRow) throws {
+        let createdAt = try row.date(11)
+        let state: ReplayState = if try row.string(2) == "cancelled" {
+            .cancelled
+        } else if try row.bool(10), try row.int(15) == 0 {
+            .completed
+        } else {
+            .running
+        }
+        let finishedAt: Date? = switch state {
+        case .cancelled: try row.optionalDate(12)
+        case .completed: try row.optionalDate(16) ?? createdAt
+        case .running: nil
+        }
+        self.init(
+            id: try row.string(0), kind: ReplayKind(rawValue: try row.string(1)) ?? .bulk, state: state,
+            reason: try row.string(3), actorName: try row.string(4), actorRole: try row.string(5),
+            eventID: try row.optionalString(6), filter: try row.optionalJSON(7), matched: try row.int(8),
+            sent: try row.int(9), delivered: try row.int(13), failed: try row.int(14), createdAt: createdAt,
+            finishedAt: finishedAt
+        )
+    }
+}
+
 /// The answer to replaying one event.
 public struct ReplayReceipt: Sendable, Equatable {
     public var id: String
