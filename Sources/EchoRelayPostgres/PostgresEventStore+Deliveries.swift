@@ -150,13 +150,9 @@ extension PostgresEventStore: DeliveryStore {
     /// An event's deliveries: originals and replays apart, each through its unique index (no
     /// index has the event alone, and `event_id = $1` by itself reads the whole table).
     static let eventDeliveriesSQL = """
-        SELECT id, subscription_id, webhook_id, status, created_at, finished_at,
-               CASE WHEN status = 'pending' THEN due_at END, replay_id
-        FROM deliveries WHERE event_id = $1 AND replay_id IS NULL
+        SELECT \(DeliveryRecord.columns) FROM deliveries WHERE event_id = $1 AND replay_id IS NULL
         UNION ALL
-        SELECT id, subscription_id, webhook_id, status, created_at, finished_at,
-               CASE WHEN status = 'pending' THEN due_at END, replay_id
-        FROM deliveries WHERE event_id = $1 AND replay_id IS NOT NULL
+        SELECT \(DeliveryRecord.columns) FROM deliveries WHERE event_id = $1 AND replay_id IS NOT NULL
         ORDER BY id
         """
 
@@ -167,25 +163,17 @@ extension PostgresEventStore: DeliveryStore {
             var binds = PostgresBindings(capacity: 1)
             binds.append(eventID)
             let rows = try await client.query(PostgresQuery(unsafeSQL: Self.eventDeliveriesSQL, binds: binds), logger: logger)
-            for try await (id, subscriptionID, webhookID, status, createdAt, finishedAt, nextAt, replayID)
-                in rows.decode((Int64, String, String, String, Date, Date?, Date?, String?).self) {
-                records[id] = DeliveryRecord(
-                    subscriptionID: subscriptionID, webhookID: webhookID, status: DeliveryStatus(rawValue: status) ?? .pending,
-                    createdAt: createdAt, finishedAt: finishedAt, nextAttemptAt: nextAt, attempts: []
-                )
-                records[id]?.replayID = replayID
+            for row in try await rows.storeRows() {
+                let id = try row.int64(0)
+                records[id] = try DeliveryRecord(row: row)
                 order.append(id)
             }
             let attempts = try await client.query("""
-                SELECT a.delivery_id, a.started_at, a.duration_ms, a.status_code, a.error_kind, a.error, a.response_head
+                SELECT \(unescaped: DeliveryAttempt.columns), a.delivery_id
                 FROM delivery_attempts a WHERE a.delivery_id = ANY (\(order)) ORDER BY a.id
                 """, logger: logger)
-            for try await (deliveryID, startedAt, milliseconds, statusCode, kind, error, head)
-                in attempts.decode((Int64, Date, Int, Int?, String?, String?, String?).self) {
-                records[deliveryID]?.attempts.append(DeliveryAttempt(
-                    startedAt: startedAt, duration: .milliseconds(milliseconds), statusCode: statusCode,
-                    errorKind: kind.flatMap(DeliveryErrorKind.init(rawValue:)), error: error, responseHead: head
-                ))
+            for row in try await attempts.storeRows() {
+                records[try row.int64(6)]?.attempts.append(try DeliveryAttempt(row: row))
             }
             return order.compactMap { records[$0] }
         } catch {

@@ -9,9 +9,7 @@ extension PostgresEventStore: SubscriptionDeliveryStore {
             // deliveries_subscription (subscription_id, id) walks the subscription's deliveries
             // newest first; the filters are checked on the way.
             let rows = try await client.query("""
-                SELECT d.id, d.event_id, d.user_id, e.type, d.sequence, d.replay_id, d.webhook_id, d.status, d.attempts,
-                       d.created_at, d.finished_at, CASE WHEN d.status = 'pending' THEN d.due_at END,
-                       (SELECT a.status_code FROM delivery_attempts a WHERE a.delivery_id = d.id ORDER BY a.id DESC LIMIT 1)
+                SELECT \(unescaped: SubscriptionDelivery.columns)
                 FROM deliveries d
                 JOIN events e ON e.id = d.event_id
                 WHERE d.subscription_id = \(subscriptionID)
@@ -24,18 +22,7 @@ extension PostgresEventStore: SubscriptionDeliveryStore {
                 ORDER BY d.id DESC
                 LIMIT \(limit)
                 """, logger: logger)
-            var deliveries: [SubscriptionDelivery] = []
-            for try await row in rows.decode(
-                (Int64, String, String, String, Int64, String?, String, String, Int, Date, Date?, Date?, Int?).self
-            ) {
-                guard let type = EventType(rawValue: row.3) else { throw StoreError.unexpected("event \(row.1) has an unknown type") }
-                deliveries.append(SubscriptionDelivery(
-                    id: row.0, eventID: row.1, userID: row.2, type: type, sequence: row.4, replayID: row.5, webhookID: row.6,
-                    status: DeliveryStatus(rawValue: row.7) ?? .pending, attempts: row.8, createdAt: row.9, finishedAt: row.10,
-                    nextAttemptAt: row.11, lastStatusCode: row.12
-                ))
-            }
-            return deliveries
+            return try await rows.storeRows().map(SubscriptionDelivery.init(row:))
         } catch {
             throw StoreError.wrap(error)
         }
@@ -45,23 +32,14 @@ extension PostgresEventStore: SubscriptionDeliveryStore {
         do {
             // The delivery's own row first, so that one without attempts is told from none at all.
             let rows = try await client.query("""
-                SELECT a.started_at, a.duration_ms, a.status_code, a.error_kind, a.error, a.response_head
+                SELECT \(unescaped: DeliveryAttempt.columns)
                 FROM deliveries d LEFT JOIN delivery_attempts a ON a.delivery_id = d.id
                 WHERE d.id = \(deliveryID) AND d.subscription_id = \(subscriptionID)
                 ORDER BY a.id
-                """, logger: logger)
-            var found = false
-            var attempts: [DeliveryAttempt] = []
-            for try await (startedAt, milliseconds, statusCode, kind, error, head)
-                in rows.decode((Date?, Int?, Int?, String?, String?, String?).self) {
-                found = true
-                guard let startedAt, let milliseconds else { continue }
-                attempts.append(DeliveryAttempt(
-                    startedAt: startedAt, duration: .milliseconds(milliseconds), statusCode: statusCode,
-                    errorKind: kind.flatMap(DeliveryErrorKind.init(rawValue:)), error: error, responseHead: head
-                ))
-            }
-            return found ? attempts : nil
+                """, logger: logger).storeRows()
+            guard !rows.isEmpty else { return nil }
+            // A delivery without attempts is one row of NULLs.
+            return try rows.filter { try $0.optionalDate(0) != nil }.map(DeliveryAttempt.init(row:))
         } catch {
             throw StoreError.wrap(error)
         }

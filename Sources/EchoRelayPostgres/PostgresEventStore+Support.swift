@@ -114,8 +114,7 @@ extension PostgresEventStore: DeadLetterStore {
     public func deadLetters(_ filter: DeadLetterFilter, beforeID: Int64?, limit: Int) async throws -> [DeadLetter] {
         do {
             let rows = try await client.query("""
-                SELECT d.id, d.event_id, d.subscription_id, d.replay_id, d.user_id, e.type, d.sequence, d.webhook_id,
-                       d.attempts, e.received_at, coalesce(d.finished_at, d.created_at), a.status_code, a.error
+                SELECT \(unescaped: DeadLetter.columns), a.status_code, a.error
                 FROM deliveries d
                 JOIN events e ON e.id = d.event_id
                 LEFT JOIN LATERAL (SELECT status_code, error FROM delivery_attempts
@@ -128,18 +127,7 @@ extension PostgresEventStore: DeadLetterStore {
                 ORDER BY d.id DESC
                 LIMIT \(limit)
                 """, logger: logger)
-            var letters: [DeadLetter] = []
-            for try await row in rows.decode(
-                (Int64, String, String, String?, String, String, Int64, String, Int, Date, Date, Int?, String?).self
-            ) {
-                guard let type = EventType(rawValue: row.5) else { throw StoreError.unexpected("event \(row.1) has an unknown type") }
-                letters.append(DeadLetter(
-                    deliveryID: row.0, eventID: row.1, subscriptionID: row.2, replayID: row.3, userID: row.4, type: type,
-                    sequence: row.6, webhookID: row.7, attempts: row.8, receivedAt: row.9, deadAt: row.10,
-                    lastStatusCode: row.11, lastError: row.12
-                ))
-            }
-            return letters
+            return try await rows.storeRows().map(DeadLetter.init(row:))
         } catch {
             throw StoreError.wrap(error)
         }

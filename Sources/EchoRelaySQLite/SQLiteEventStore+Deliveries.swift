@@ -230,31 +230,17 @@ extension SQLiteEventStore {
         try await session.read { db in
             var records: [Int64: DeliveryRecord] = [:]
             var order: [Int64] = []
-            for row in try await db.rows("""
-                SELECT id, subscription_id, webhook_id, status, created_at, finished_at,
-                       CASE WHEN status = 'pending' THEN due_at END, replay_id
-                FROM deliveries WHERE event_id = ?1 ORDER BY id
-                """, [eventID]) {
+            for row in try await db.rows("SELECT \(DeliveryRecord.columns) FROM deliveries WHERE event_id = ?1 ORDER BY id", [eventID]) {
                 let id = try row.int64(0)
-                var record = DeliveryRecord(
-                    subscriptionID: try row.string(1), webhookID: try row.string(2),
-                    status: DeliveryStatus(rawValue: try row.string(3)) ?? .pending, createdAt: try row.date(4),
-                    finishedAt: try row.optionalDate(5), nextAttemptAt: try row.optionalDate(6), attempts: []
-                )
-                record.replayID = try row.optionalString(7)
-                records[id] = record
+                records[id] = try DeliveryRecord(row: row)
                 order.append(id)
             }
             for row in try await db.rows("""
-                SELECT a.delivery_id, a.started_at, a.duration_ms, a.status_code, a.error_kind, a.error, a.response_head
+                SELECT \(DeliveryAttempt.columns), a.delivery_id
                 FROM delivery_attempts a JOIN deliveries d ON d.id = a.delivery_id
                 WHERE d.event_id = ?1 ORDER BY a.id
                 """, [eventID]) {
-                records[try row.int64(0)]?.attempts.append(DeliveryAttempt(
-                    startedAt: try row.date(1), duration: .milliseconds(try row.int(2)), statusCode: try row.optionalInt(3),
-                    errorKind: try row.optionalString(4).flatMap(DeliveryErrorKind.init(rawValue:)), error: try row.optionalString(5),
-                    responseHead: try row.optionalString(6)
-                ))
+                records[try row.int64(6)]?.attempts.append(try DeliveryAttempt(row: row))
             }
             return order.compactMap { records[$0] }
         }

@@ -69,8 +69,7 @@ extension SQLiteEventStore {
     public func deadLetters(_ filter: DeadLetterFilter, beforeID: Int64?, limit: Int) async throws -> [DeadLetter] {
         try await session.read { db in
             try await db.rows("""
-                SELECT d.id, d.event_id, d.subscription_id, d.replay_id, d.user_id, e.type, d.sequence, d.webhook_id,
-                       d.attempts, e.received_at, coalesce(d.finished_at, d.created_at),
+                SELECT \(DeadLetter.columns),
                        (SELECT a.status_code FROM delivery_attempts a WHERE a.delivery_id = d.id ORDER BY a.id DESC LIMIT 1),
                        (SELECT a.error FROM delivery_attempts a WHERE a.delivery_id = d.id ORDER BY a.id DESC LIMIT 1)
                 FROM deliveries d
@@ -82,18 +81,7 @@ extension SQLiteEventStore {
                   AND (?4 IS NULL OR d.id < ?4)
                 ORDER BY d.id DESC
                 LIMIT ?5
-                """, [filter.subscriptionID, filter.since, filter.until, beforeID, limit]).map { row in
-                let eventID = try row.string(1)
-                guard let type = EventType(rawValue: try row.string(5)) else {
-                    throw StoreError.unexpected("event \(eventID) has an unknown type")
-                }
-                return DeadLetter(
-                    deliveryID: try row.int64(0), eventID: eventID, subscriptionID: try row.string(2),
-                    replayID: try row.optionalString(3), userID: try row.string(4), type: type, sequence: try row.int64(6),
-                    webhookID: try row.string(7), attempts: try row.int(8), receivedAt: try row.date(9), deadAt: try row.date(10),
-                    lastStatusCode: try row.optionalInt(11), lastError: try row.optionalString(12)
-                )
-            }
+                """, [filter.subscriptionID, filter.since, filter.until, beforeID, limit]).map(DeadLetter.init(row:))
         }
     }
 

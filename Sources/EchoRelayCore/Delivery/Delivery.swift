@@ -95,6 +95,19 @@ public struct DeliveryAttempt: Sendable, Equatable {
     }
 }
 
+extension DeliveryAttempt {
+    /// What `init(row:)` reads of `delivery_attempts a`, in order.
+    public static let columns = "a.started_at, a.duration_ms, a.status_code, a.error_kind, a.error, a.response_head"
+
+    public init(row: some StoreRow) throws {
+        self.init(
+            startedAt: try row.date(0), duration: .milliseconds(try row.int(1)), statusCode: try row.optionalInt(2),
+            errorKind: try row.optionalString(3).flatMap(DeliveryErrorKind.init(rawValue:)), error: try row.optionalString(4),
+            responseHead: try row.optionalString(5)
+        )
+    }
+}
+
 /// What happens to a delivery after an attempt.
 public enum DeliveryNext: Sendable, Equatable {
     case delivered
@@ -148,6 +161,24 @@ public struct DeliveryRecord: Sendable, Equatable {
         self.finishedAt = finishedAt
         self.nextAttemptAt = nextAttemptAt
         self.attempts = attempts
+    }
+}
+
+extension DeliveryRecord {
+    /// What `init(row:)` reads of `deliveries`, in order. The first, `id`, is the stores': they
+    /// find the delivery's attempts by it.
+    public static let columns = """
+        id, subscription_id, webhook_id, status, created_at, finished_at, CASE WHEN status = 'pending' THEN due_at END, replay_id
+        """
+
+    /// Without its attempts, which are read on their own.
+    public init(row: some StoreRow) throws {
+        self.init(
+            subscriptionID: try row.string(1), webhookID: try row.string(2),
+            status: DeliveryStatus(rawValue: try row.string(3)) ?? .pending, createdAt: try row.date(4),
+            finishedAt: try row.optionalDate(5), nextAttemptAt: try row.optionalDate(6), attempts: []
+        )
+        replayID = try row.optionalString(7)
     }
 }
 

@@ -55,6 +55,26 @@ public struct SubscriptionDelivery: Sendable, Equatable {
     }
 }
 
+extension SubscriptionDelivery {
+    /// What `init(row:)` reads of a delivery `d` and its event `e`, in order.
+    public static let columns = """
+        d.id, d.event_id, d.user_id, e.type, d.sequence, d.replay_id, d.webhook_id, d.status, d.attempts,
+        d.created_at, d.finished_at, CASE WHEN d.status = 'pending' THEN d.due_at END,
+        (SELECT a.status_code FROM delivery_attempts a WHERE a.delivery_id = d.id ORDER BY a.id DESC LIMIT 1)
+        """
+
+    public init(row: some StoreRow) throws {
+        let eventID = try row.string(1)
+        self.init(
+            id: try row.int64(0), eventID: eventID, userID: try row.string(2), type: try row.value(3, "type of event \(eventID)"),
+            sequence: try row.int64(4), replayID: try row.optionalString(5), webhookID: try row.string(6),
+            status: DeliveryStatus(rawValue: try row.string(7)) ?? .pending, attempts: try row.int(8),
+            createdAt: try row.date(9), finishedAt: try row.optionalDate(10), nextAttemptAt: try row.optionalDate(11),
+            lastStatusCode: try row.optionalInt(12)
+        )
+    }
+}
+
 /// A subscription's own deliveries, for the app backend that owns it.
 public protocol SubscriptionDeliveryStore: Sendable {
     /// Newest first (by id), those before `beforeID`.

@@ -58,6 +58,25 @@ public struct DeadLetter: Sendable, Equatable {
     }
 }
 
+extension DeadLetter {
+    /// What `init(row:)` reads of a delivery `d` and its event `e`, in order; after them each
+    /// store selects the last attempt's status code and error, as it finds that attempt.
+    public static let columns = """
+        d.id, d.event_id, d.subscription_id, d.replay_id, d.user_id, e.type, d.sequence, d.webhook_id,
+        d.attempts, e.received_at, coalesce(d.finished_at, d.created_at)
+        """
+
+    public init(row: some StoreRow) throws {
+        let eventID = try row.string(1)
+        self.init(
+            deliveryID: try row.int64(0), eventID: eventID, subscriptionID: try row.string(2), replayID: try row.optionalString(3),
+            userID: try row.string(4), type: try row.value(5, "type of event \(eventID)"), sequence: try row.int64(6),
+            webhookID: try row.string(7), attempts: try row.int(8), receivedAt: try row.date(9), deadAt: try row.date(10),
+            lastStatusCode: try row.optionalInt(11), lastError: try row.optionalString(12)
+        )
+    }
+}
+
 public protocol DeadLetterStore: Sendable {
     /// Newest dead letter first; `beforeID` is the cursor of the previous page.
     func deadLetters(_ filter: DeadLetterFilter, beforeID: Int64?, limit: Int) async throws -> [DeadLetter]
