@@ -123,6 +123,23 @@ public struct SecurityEventRecord: Sendable, Equatable {
     }
 }
 
+extension SecurityEventRecord {
+    /// What `init(row:)` reads of `security_events`, in order.
+    public static let columns = """
+        number, issuer, jti, event_type, issued_at, received_at, subject, disposition, note, verification_state, event_id
+        """
+
+    public init(row: some StoreRow) throws {
+        let number = try row.int64(0)
+        self.init(
+            number: number, issuer: try row.string(1), jti: try row.string(2), eventType: try row.string(3),
+            issuedAt: try row.date(4), receivedAt: try row.date(5), subject: try row.optionalString(6),
+            disposition: try row.value(7, "disposition of security event \(number)"), note: try row.optionalString(8),
+            verificationState: try row.optionalString(9), eventID: try row.optionalString(10)
+        )
+    }
+}
+
 /// Where SETs are recorded and read back.
 public protocol SecurityEventStore: Sendable {
     /// Records `received` in one transaction, once per `(issuer, jti)`: an update for a known

@@ -37,14 +37,9 @@ extension PostgresEventStore: AccessTokenStore {
     public func accessTokens() async throws -> [AccessTokenRecord] {
         do {
             let rows = try await client.query("""
-                SELECT id, name, role, created_at, revoked_at FROM access_tokens ORDER BY created_at, id
+                SELECT \(unescaped: AccessTokenRecord.columns) FROM access_tokens ORDER BY created_at, id
                 """, logger: logger)
-            var records: [AccessTokenRecord] = []
-            for try await (id, name, role, createdAt, revokedAt) in rows.decode((String, String, String, Date, Date?).self) {
-                guard let role = Role(rawValue: role) else { throw StoreError.unexpected("access token \(id) has an unknown role") }
-                records.append(AccessTokenRecord(id: id, name: name, role: role, createdAt: createdAt, revokedAt: revokedAt))
-            }
-            return records
+            return try await rows.storeRows().map(AccessTokenRecord.init(row:))
         } catch {
             throw StoreError.wrap(error)
         }

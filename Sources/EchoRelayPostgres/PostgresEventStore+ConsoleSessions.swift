@@ -18,17 +18,12 @@ extension PostgresEventStore: ConsoleSessionStore {
     public func consoleSession(keyHash: [UInt8]) async throws -> ConsoleSession? {
         do {
             let rows = try await client.query("""
-                SELECT s.token_id, coalesce(t.name, s.name), s.role, s.form_token, s.expires_at
+                SELECT \(unescaped: ConsoleSession.columns)
                 FROM console_sessions s LEFT JOIN access_tokens t ON t.id = s.token_id
                 WHERE s.key_sha256 = \(Data(keyHash)) AND s.expires_at > now()
                   AND (s.token_id IS NULL OR t.revoked_at IS NULL)
                 """, logger: logger)
-            for try await (tokenID, name, role, formToken, expiresAt) in rows.decode((String?, String, String, String, Date).self) {
-                guard let role = Role(rawValue: role) else { throw StoreError.unexpected("a console session has an unknown role") }
-                return ConsoleSession(principal: Principal(tokenID: tokenID, name: name, role: role), formToken: formToken,
-                                      expiresAt: expiresAt)
-            }
-            return nil
+            return try await rows.storeRows().first.map(ConsoleSession.init(row:))
         } catch {
             throw StoreError.wrap(error)
         }

@@ -59,12 +59,12 @@ extension PostgresEventStore: SecurityEventStore {
     public func securityEvents(disposition: SecurityEventDisposition?, before: Int64?, limit: Int) async throws -> [SecurityEventRecord] {
         do {
             let rows = try await client.query("""
-                SELECT \(unescaped: Self.securityEventColumns) FROM security_events
+                SELECT \(unescaped: SecurityEventRecord.columns) FROM security_events
                 WHERE (\(disposition?.rawValue)::text IS NULL OR disposition = \(disposition?.rawValue))
                   AND (\(before)::int8 IS NULL OR number < \(before))
                 ORDER BY number DESC LIMIT \(limit)
                 """, logger: logger)
-            return try await rows.gathered().map(Self.securityEventRecord)
+            return try await rows.storeRows().map(SecurityEventRecord.init(row:))
         } catch {
             throw StoreError.wrap(error)
         }
@@ -73,26 +73,11 @@ extension PostgresEventStore: SecurityEventStore {
     public func securityEvent(eventID: String) async throws -> SecurityEventRecord? {
         do {
             let rows = try await client.query(
-                "SELECT \(unescaped: Self.securityEventColumns) FROM security_events WHERE event_id = \(eventID)", logger: logger
+                "SELECT \(unescaped: SecurityEventRecord.columns) FROM security_events WHERE event_id = \(eventID)", logger: logger
             )
-            return try await rows.gathered().first.map(Self.securityEventRecord)
+            return try await rows.storeRows().first.map(SecurityEventRecord.init(row:))
         } catch {
             throw StoreError.wrap(error)
         }
-    }
-
-    static let securityEventColumns = """
-        number, issuer, jti, event_type, issued_at, received_at, subject, disposition, note, verification_state, event_id
-        """
-
-    static func securityEventRecord(_ row: PostgresRow) throws -> SecurityEventRecord {
-        let (number, issuer, jti, eventType, issuedAt, receivedAt, subject, disposition, note, state, eventID) =
-            try row.decode((Int64, String, String, String, Date, Date, String?, String, String?, String?, String?).self)
-        guard let kind = SecurityEventDisposition(rawValue: disposition) else {
-            throw StoreError.unexpected("security event \(number) has an unknown disposition")
-        }
-        return SecurityEventRecord(number: number, issuer: issuer, jti: jti, eventType: eventType, issuedAt: issuedAt,
-                                   receivedAt: receivedAt, subject: subject, disposition: kind, note: note,
-                                   verificationState: state, eventID: eventID)
     }
 }

@@ -121,17 +121,8 @@ extension PostgresEventStore {
 
     public func user(id: String) async throws -> UserState? {
         do {
-            let rows = try await client.query("""
-                SELECT user_id, state, phone_number, last_sequence, last_event_at, updated_at
-                FROM users WHERE user_id = \(id)
-                """, logger: logger)
-            for try await (userID, state, phone, sequence, lastEventAt, updatedAt)
-                in rows.decode((String, String, String?, Int64, Date, Date).self) {
-                guard let state = UserState.State(rawValue: state) else { throw StoreError.unexpected("user has an unknown state") }
-                return UserState(userID: userID, state: state, phoneNumber: phone, lastSequence: sequence,
-                                 lastEventAt: lastEventAt, updatedAt: updatedAt)
-            }
-            return nil
+            let rows = try await client.query("SELECT \(unescaped: UserState.columns) FROM users WHERE user_id = \(id)", logger: logger)
+            return try await rows.storeRows().first.map(UserState.init(row:))
         } catch {
             throw StoreError.wrap(error)
         }

@@ -29,14 +29,8 @@ extension SQLiteEventStore {
 
     public func accessTokens() async throws -> [AccessTokenRecord] {
         try await session.read { db in
-            try await db.rows("SELECT id, name, role, created_at, revoked_at FROM access_tokens ORDER BY created_at, id").map { row in
-                let id = try row.string(0)
-                guard let role = Role(rawValue: try row.string(2)) else {
-                    throw StoreError.unexpected("access token \(id) has an unknown role")
-                }
-                return AccessTokenRecord(id: id, name: try row.string(1), role: role, createdAt: try row.date(3),
-                                         revokedAt: try row.optionalDate(4))
-            }
+            try await db.rows("SELECT \(AccessTokenRecord.columns) FROM access_tokens ORDER BY created_at, id")
+                .map(AccessTokenRecord.init(row:))
         }
     }
 

@@ -14,16 +14,11 @@ extension SQLiteEventStore {
 
     public func consoleSession(keyHash: [UInt8]) async throws -> ConsoleSession? {
         try await session.read { db in
-            guard let row = try await db.row("""
-                SELECT s.token_id, coalesce(t.name, s.name), s.role, s.form_token, s.expires_at
+            try await db.row("""
+                SELECT \(ConsoleSession.columns)
                 FROM console_sessions s LEFT JOIN access_tokens t ON t.id = s.token_id
                 WHERE s.key_sha256 = ?1 AND s.expires_at > ?2 AND (s.token_id IS NULL OR t.revoked_at IS NULL)
-                """, [Blob(keyHash), db.now]) else { return nil }
-            guard let role = Role(rawValue: try row.string(2)) else {
-                throw StoreError.unexpected("a console session has an unknown role")
-            }
-            return ConsoleSession(principal: Principal(tokenID: try row.optionalString(0), name: try row.string(1), role: role),
-                                  formToken: try row.string(3), expiresAt: try row.date(4))
+                """, [Blob(keyHash), db.now]).map(ConsoleSession.init(row:))
         }
     }
 

@@ -45,33 +45,17 @@ extension SQLiteEventStore {
     public func securityEvents(disposition: SecurityEventDisposition?, before: Int64?, limit: Int) async throws -> [SecurityEventRecord] {
         try await session.read { db in
             try await db.rows("""
-                SELECT \(Self.securityEventColumns) FROM security_events
+                SELECT \(SecurityEventRecord.columns) FROM security_events
                 WHERE (?1 IS NULL OR disposition = ?1) AND (?2 IS NULL OR number < ?2)
                 ORDER BY number DESC LIMIT ?3
-                """, [disposition?.rawValue, before, limit]).map(Self.securityEventRecord)
+                """, [disposition?.rawValue, before, limit]).map(SecurityEventRecord.init(row:))
         }
     }
 
     public func securityEvent(eventID: String) async throws -> SecurityEventRecord? {
         try await session.read { db in
-            try await db.row("SELECT \(Self.securityEventColumns) FROM security_events WHERE event_id = ?1", [eventID])
-                .map(Self.securityEventRecord)
+            try await db.row("SELECT \(SecurityEventRecord.columns) FROM security_events WHERE event_id = ?1", [eventID])
+                .map(SecurityEventRecord.init(row:))
         }
-    }
-
-    static let securityEventColumns = """
-        number, issuer, jti, event_type, issued_at, received_at, subject, disposition, note, verification_state, event_id
-        """
-
-    static func securityEventRecord(_ row: Row) throws -> SecurityEventRecord {
-        let number = try row.int64(0)
-        guard let kind = SecurityEventDisposition(rawValue: try row.string(7)) else {
-            throw StoreError.unexpected("security event \(number) has an unknown disposition")
-        }
-        return SecurityEventRecord(
-            number: number, issuer: try row.string(1), jti: try row.string(2), eventType: try row.string(3),
-            issuedAt: try row.date(4), receivedAt: try row.date(5), subject: try row.optionalString(6), disposition: kind,
-            note: try row.optionalString(8), verificationState: try row.optionalString(9), eventID: try row.optionalString(10)
-        )
     }
 }

@@ -140,15 +140,7 @@ extension SQLiteEventStore {
 
     public func user(id: String) async throws -> UserState? {
         try await session.read { db in
-            guard let row = try await db.row("""
-                SELECT user_id, state, phone_number, last_sequence, last_event_at, updated_at
-                FROM users WHERE user_id = ?1
-                """, [id]) else { return nil }
-            guard let state = UserState.State(rawValue: try row.string(1)) else {
-                throw StoreError.unexpected("user has an unknown state")
-            }
-            return UserState(userID: try row.string(0), state: state, phoneNumber: try row.optionalString(2),
-                             lastSequence: try row.int64(3), lastEventAt: try row.date(4), updatedAt: try row.date(5))
+            try await db.row("SELECT \(UserState.columns) FROM users WHERE user_id = ?1", [id]).map(UserState.init(row:))
         }
     }
 }
