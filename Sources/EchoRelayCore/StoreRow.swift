@@ -3,8 +3,8 @@ import Foundation
 /// A result row of either store, read by column position, so that each Core type is made
 /// from a row in one place while each store keeps its own SQL. The stores hide how a value
 /// is kept: a time is PostgreSQL's timestamptz or SQLite's integer microseconds, a list of
-/// names a `text[]` or a JSON array. A value of the wrong type is an error naming the
-/// column, never its content.
+/// names a `text[]` or a JSON array. A value of the wrong type is an error that never
+/// carries the value.
 public protocol StoreRow {
     func string(_ column: Int) throws -> String
     func optionalString(_ column: Int) throws -> String?
