@@ -37,7 +37,7 @@ public final class PostgresWorkNotifications: Service, Sendable, CustomStringCon
     }
 
     public func run() async throws {
-        try await cancelWhenGracefulShutdown {
+        await cancelWhenGracefulShutdown {
             await withDiscardingTaskGroup { group in
                 group.addTask { await self.sendLoop() }
                 group.addTask { await self.listenLoop() }
