@@ -28,7 +28,7 @@ struct DeadLettersController<Context: RequestContext>: Sendable {
         let limit = reader.limit()
         try reader.finish()
         let page = try await PageCut.fetch(limit: limit) { try await store.deadLetters(filter, beforeID: cursor, limit: $0) }
-        return try JSONResponse.make(API.DeadLetterList(dead_letters: page.shown.map(API.DeadLetter.init),
+        return try JSONResponse.make(API.DeadLetterList(page.shown.map(API.DeadLetter.init),
                                                         next_cursor: page.nextCursor { String($0.deliveryID) }))
     }
 

@@ -124,7 +124,7 @@ struct SecurityEventsController<Context: RequestContext>: Sendable {
         let page = try await PageCut.fetch(limit: limit) { rows in
             try await store.securityEvents(disposition: disposition?.first, before: before, limit: rows)
         }
-        return try JSONResponse.make(API.SecurityEventList(security_events: page.shown.map(API.SecurityEvent.init),
+        return try JSONResponse.make(API.SecurityEventList(page.shown.map(API.SecurityEvent.init),
                                                           next_cursor: page.nextCursor { String($0.number) }))
     }
 }

@@ -69,7 +69,7 @@ struct SubscriptionsController<Context: RequestContext>: Sendable {
             throw Problem(.badRequest, slug: "invalid-query", title: "Invalid query", detail: "the cursor is not one this server gave",
                           errors: [FieldProblem(field: "cursor", reason: "is not a cursor this server gave")])
         }
-        return try JSONResponse.make(API.SubscriptionList(subscriptions: page.subscriptions.map { API.Subscription($0) },
+        return try JSONResponse.make(API.SubscriptionList(page.subscriptions.map { API.Subscription($0) },
                                                           next_cursor: page.nextCursor))
     }
 

@@ -56,7 +56,7 @@ struct AuditCommand: AsyncParsableCommand {
             }
             if client.json { return printJSON(try pages.json(listKey: "entries")) }
 
-            let entries = try pages.items(API.AuditList.self, \.entries)
+            let entries = try pages.items(API.AuditList.self, \.items)
             print(entries.isEmpty ? "no audit entries match" : Self.table(entries))
             pages.hintMore("entries")
         }

@@ -32,7 +32,7 @@ struct DeadLettersCommand: AsyncParsableCommand {
                 let pages = try await paging.fetch(api, ["v1", "dead-letters"], filters: query)
                 if client.json { return printJSON(try pages.json(listKey: "dead_letters")) }
 
-                let letters = try pages.items(API.DeadLetterList.self, \.dead_letters)
+                let letters = try pages.items(API.DeadLetterList.self, \.items)
                 print(letters.isEmpty ? "no dead letters match" : Self.table(letters))
                 pages.hintMore("dead letters")
             }

@@ -74,7 +74,7 @@ struct EventsCommand: AsyncParsableCommand {
                 let pages = try await paging.fetch(api, path, filters: query)
                 if client.json { return printJSON(try pages.json(listKey: "events")) }
 
-                let events = try pages.items(API.Timeline.self, \.events)
+                let events = try pages.items(API.Timeline.self, \.items)
                 if let user {
                     print(events.isEmpty ? "no events for user \(user) match" : Self.table(events))
                 } else {

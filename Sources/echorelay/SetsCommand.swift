@@ -41,7 +41,7 @@ struct SetsCommand: AsyncParsableCommand {
             if let disposition { query.append(("disposition", disposition)) }
             let pages = try await paging.fetch(api, ["v1", "sets"], filters: query)
             if client.json { return printJSON(try pages.json(listKey: "security_events")) }
-            let received = try pages.items(API.SecurityEventList.self, \.security_events)
+            let received = try pages.items(API.SecurityEventList.self, \.items)
             print(received.isEmpty ? "no SETs received" + (disposition.map { " that became \($0)" } ?? "") : Self.table(received))
             pages.hintMore("SETs")
         }

@@ -124,7 +124,7 @@ struct DemoServerAPI: Sendable {
 
     /// The user's events, newest first (a demo user has only a few).
     func timeline(userID: String) async throws(ClientError) -> [API.TimelineEvent] {
-        try await api.get(["v1", "users", userID, "events"], query: [("limit", "100")]).decode(API.Timeline.self).events
+        try await api.get(["v1", "users", userID, "events"], query: [("limit", "100")]).decode(API.Timeline.self).items
     }
 
     func event(id: String) async throws(ClientError) -> API.Event {
