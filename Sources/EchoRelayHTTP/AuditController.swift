@@ -28,6 +28,6 @@ struct AuditController<Context: RequestContext>: Sendable {
             query.limit = rows
             return try await store.auditEntries(query)
         }
-        return try JSONResponse.make(API.AuditList(page.shown.map(API.AuditEntry.init), next_cursor: page.nextCursor { String($0.id) }))
+        return try JSONResponse.make(API.AuditList(page, item: API.AuditEntry.init) { String($0.id) })
     }
 }

@@ -28,8 +28,7 @@ struct DeadLettersController<Context: RequestContext>: Sendable {
         let limit = reader.limit()
         try reader.finish()
         let page = try await PageCut.fetch(limit: limit) { try await store.deadLetters(filter, beforeID: cursor, limit: $0) }
-        return try JSONResponse.make(API.DeadLetterList(page.shown.map(API.DeadLetter.init),
-                                                        next_cursor: page.nextCursor { String($0.deliveryID) }))
+        return try JSONResponse.make(API.DeadLetterList(page, item: API.DeadLetter.init) { String($0.deliveryID) })
     }
 
     @Sendable func redrive(_ request: Request, context: Context) async throws -> Response {

@@ -1,3 +1,5 @@
+import EchoRelayAPI
+
 /// One page of store rows. The store is asked for one row more than the page holds: that row
 /// says another page exists, and the last row shown is its cursor. The API's lists and the
 /// console's pages page the same way.
@@ -12,9 +14,12 @@ struct PageCut<Row> {
         let shown = fetched.prefix(limit)
         return PageCut(shown: shown, cursorRow: fetched.count > limit ? shown.last : nil)
     }
+}
 
-    /// The next page's cursor, made from the last row shown; nil on the last page.
-    func nextCursor(_ cursor: (Row) -> String) -> String? {
-        cursorRow.map(cursor)
+extension API.Page {
+    /// A page of store rows, each shown as `item` shows it; the next page's cursor is made
+    /// from the last row shown.
+    init<Row>(_ cut: PageCut<Row>, item: (Row) -> Item, cursor: (Row) -> String) {
+        self.init(cut.shown.map(item), next_cursor: cut.cursorRow.map(cursor))
     }
 }

@@ -124,7 +124,6 @@ struct SecurityEventsController<Context: RequestContext>: Sendable {
         let page = try await PageCut.fetch(limit: limit) { rows in
             try await store.securityEvents(disposition: disposition?.first, before: before, limit: rows)
         }
-        return try JSONResponse.make(API.SecurityEventList(page.shown.map(API.SecurityEvent.init),
-                                                          next_cursor: page.nextCursor { String($0.number) }))
+        return try JSONResponse.make(API.SecurityEventList(page, item: API.SecurityEvent.init) { String($0.number) })
     }
 }

@@ -64,8 +64,7 @@ struct SubscriptionDeliveriesController<Context: RequestContext>: Sendable {
         let page = try await PageCut.fetch(limit: limit) {
             try await store.subscriptionDeliveries(subscriptionID: subscription.id, filter, beforeID: cursor, limit: $0)
         }
-        return try JSONResponse.make(API.SubscriptionDeliveryList(page.shown.map(API.SubscriptionDelivery.init),
-                                                                  next_cursor: page.nextCursor { String($0.id) }))
+        return try JSONResponse.make(API.SubscriptionDeliveryList(page, item: API.SubscriptionDelivery.init) { String($0.id) })
     }
 
     @Sendable func attempts(_ request: Request, context: Context) async throws -> Response {

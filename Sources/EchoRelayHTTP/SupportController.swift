@@ -41,7 +41,7 @@ struct SupportController<Context: RequestContext>: Sendable {
             query.limit = rows
             return try await store.timeline(query)
         }
-        return try JSONResponse.make(API.Timeline(page.shown.map(API.TimelineEvent.init), next_cursor: page.nextCursor { String($0.event.sequence) }))
+        return try JSONResponse.make(API.Timeline(page, item: API.TimelineEvent.init) { String($0.event.sequence) })
     }
 
     /// Events of every user, newest received first, by type, status, reason, subscription
@@ -56,8 +56,7 @@ struct SupportController<Context: RequestContext>: Sendable {
             query.limit = rows
             return try await store.recentEvents(query)
         }
-        return try JSONResponse.make(API.Timeline(page.shown.map(API.TimelineEvent.init),
-                                                  next_cursor: page.nextCursor { RecentEventsCursor(after: $0.event).text }))
+        return try JSONResponse.make(API.Timeline(page, item: API.TimelineEvent.init) { RecentEventsCursor(after: $0.event).text })
     }
 
     @Sendable func replay(_ request: Request, context: Context) async throws -> Response {

@@ -54,9 +54,9 @@ struct AuditCommand: AsyncParsableCommand {
                 refused.hint = "the audit log needs a token with the admin role (ECHORELAY_ADMIN_TOKEN, or echorelay tokens create --role admin)"
                 throw refused
             }
-            if client.json { return printJSON(try pages.json(listKey: "entries")) }
+            if client.json { return printJSON(try pages.json(API.AuditEntry.self)) }
 
-            let entries = try pages.items(API.AuditList.self, \.items)
+            let entries = try pages.items(API.AuditEntry.self)
             print(entries.isEmpty ? "no audit entries match" : Self.table(entries))
             pages.hintMore("entries")
         }

@@ -72,9 +72,9 @@ struct EventsCommand: AsyncParsableCommand {
                 if let subscription { query.append(("subscription_id", subscription)) }
                 let path = user.map { ["v1", "users", $0, "events"] } ?? ["v1", "events"]
                 let pages = try await paging.fetch(api, path, filters: query)
-                if client.json { return printJSON(try pages.json(listKey: "events")) }
+                if client.json { return printJSON(try pages.json(API.TimelineEvent.self)) }
 
-                let events = try pages.items(API.Timeline.self, \.items)
+                let events = try pages.items(API.TimelineEvent.self)
                 if let user {
                     print(events.isEmpty ? "no events for user \(user) match" : Self.table(events))
                 } else {

@@ -40,8 +40,8 @@ struct SetsCommand: AsyncParsableCommand {
             var query: [(String, String)] = []
             if let disposition { query.append(("disposition", disposition)) }
             let pages = try await paging.fetch(api, ["v1", "sets"], filters: query)
-            if client.json { return printJSON(try pages.json(listKey: "security_events")) }
-            let received = try pages.items(API.SecurityEventList.self, \.items)
+            if client.json { return printJSON(try pages.json(API.SecurityEvent.self)) }
+            let received = try pages.items(API.SecurityEvent.self)
             print(received.isEmpty ? "no SETs received" + (disposition.map { " that became \($0)" } ?? "") : Self.table(received))
             pages.hintMore("SETs")
         }

@@ -25,8 +25,8 @@ struct SubscriptionsCommand: AsyncParsableCommand {
         func run() async throws {
             try await client.run { api in
                 let pages = try await paging.fetch(api, ["v1", "subscriptions"], filters: [])
-                if client.json { return printJSON(try pages.json(listKey: "subscriptions")) }
-                let subscriptions = try pages.items(API.SubscriptionList.self, \.items)
+                if client.json { return printJSON(try pages.json(API.Subscription.self)) }
+                let subscriptions = try pages.items(API.Subscription.self)
                 print(subscriptions.isEmpty ? "no subscriptions" : TextOutput.table(
                     ["ID", "URL", "TYPES", "ORDERED", "STATE"],
                     subscriptions.map { [$0.id, TextOutput.shortened($0.url, to: 60), $0.event_types.joined(separator: ","),
@@ -223,8 +223,8 @@ struct SubscriptionsCommand: AsyncParsableCommand {
                 if let type { filters.append(("type", type)) }
                 if let user { filters.append(("user_id", user)) }
                 let pages = try await paging.fetch(api, ["v1", "subscriptions", id, "deliveries"], filters: filters)
-                if client.json { return printJSON(try pages.json(listKey: "deliveries")) }
-                let deliveries = try pages.items(API.SubscriptionDeliveryList.self, \.items)
+                if client.json { return printJSON(try pages.json(API.SubscriptionDelivery.self)) }
+                let deliveries = try pages.items(API.SubscriptionDelivery.self)
                 print(deliveries.isEmpty ? "no deliveries match" : TextOutput.table(
                     ["ID", "MADE", "EVENT", "USER", "TYPE", "SEQ", "STATUS", "TRIES", "LAST"],
                     deliveries.map { [String($0.id), TextOutput.time($0.created_at), $0.event_id, $0.user_id, $0.type, String($0.sequence),

@@ -1,4 +1,5 @@
 import ArgumentParser
+import EchoRelayAPI
 import EchoRelayCore
 import Foundation
 
@@ -32,15 +33,16 @@ struct Pages {
     }
 
     /// The items of every page, decoded.
-    func items<Page: Decodable, Item>(_ page: Page.Type, _ list: (Page) -> [Item]) throws(ClientError) -> [Item] {
+    func items<Item: API.Listed>(_ item: Item.Type) throws(ClientError) -> [Item] {
         var items: [Item] = []
-        for answer in answers { items += list(try answer.decode(page)) }
+        for answer in answers { items += try answer.decode(API.Page<Item>.self).items }
         return items
     }
 
     /// What `--json` prints: one page exactly as the server sent it; several pages as one
-    /// object whose `listKey` array holds every item, with `next_cursor` null.
-    func json(listKey: String) throws(ClientError) -> Data {
+    /// object whose list holds every item, with `next_cursor` null.
+    func json<Item: API.Listed>(_ item: Item.Type) throws(ClientError) -> Data {
+        let listKey = Item.listName
         guard answers.count > 1 else { return answers.first?.body ?? Data() }
         var merged: [String: JSONValue] = [:]
         var items: [JSONValue] = []
