@@ -1,5 +1,4 @@
 import EchoRelaySchema
-import Foundation
 import Logging
 import PostgresNIO
 

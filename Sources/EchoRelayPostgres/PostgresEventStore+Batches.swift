@@ -1,4 +1,3 @@
-import Foundation
 import EchoRelayCore
 import Logging
 import PostgresNIO

@@ -1,5 +1,4 @@
 import EchoRelayCore
-import Foundation
 import PostgresNIO
 
 extension PostgresEventStore: SubscriptionDeliveryStore {

@@ -1,5 +1,4 @@
 import EchoRelayCore
-import Foundation
 
 extension SQLiteEventStore {
     /// Writes one audit entry in the caller's transaction, so an action and its entry commit together.

@@ -1,5 +1,4 @@
 import EchoRelayCore
-import Foundation
 
 extension SQLiteEventStore {
     public func createConsoleSession(keyHash: [UInt8], _ newSession: ConsoleSession) async throws {

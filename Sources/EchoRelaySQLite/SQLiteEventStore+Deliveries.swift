@@ -1,5 +1,4 @@
 import EchoRelayCore
-import Foundation
 
 extension SQLiteEventStore {
     /// A delivery row to create: the original one of a verified event, or a replayed one.

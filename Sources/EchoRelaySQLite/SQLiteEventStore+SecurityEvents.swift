@@ -1,5 +1,4 @@
 import EchoRelayCore
-import Foundation
 
 extension SQLiteEventStore {
     public func receiveSecurityEvent(_ received: ReceivedSecurityEvent) async throws -> SecurityEventReceipt {

@@ -1,5 +1,4 @@
 import EchoRelayCore
-import Foundation
 
 extension SQLiteEventStore {
     public func subscriptionDeliveries(subscriptionID: String, _ filter: SubscriptionDeliveryFilter, beforeID: Int64?,

@@ -1,5 +1,4 @@
 import EchoRelaySchema
-import Foundation
 import Logging
 
 /// Applies pending migrations, one transaction each (SQLite's DDL is transactional, so a

@@ -1,5 +1,4 @@
 import EchoRelayCore
-import Foundation
 import Logging
 import SQLiteNIO
 import Synchronization

@@ -1,7 +1,6 @@
 import ArgumentParser
 import EchoRelayAPI
 import EchoRelayCore
-import Foundation
 
 /// `echorelay audit`: who changed what, when and why — every replay, re-verification,
 /// redrive, subscription and token change. A client of the HTTP API, for administrators.

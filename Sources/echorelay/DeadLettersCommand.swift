@@ -1,7 +1,6 @@
 import ArgumentParser
 import EchoRelayAPI
 import EchoRelayCore
-import Foundation
 
 /// `echorelay dead-letters`: deliveries that used every try without success, and sending
 /// them again once the subscriber is fixed. A client of the HTTP API.

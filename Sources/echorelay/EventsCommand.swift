@@ -1,7 +1,6 @@
 import ArgumentParser
 import EchoRelayAPI
 import EchoRelayCore
-import Foundation
 
 /// `echorelay events`: what happened to a user's session updates, for support staff, and
 /// re-verifying one the provider could not answer for. A client of the HTTP API, like

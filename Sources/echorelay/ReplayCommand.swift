@@ -1,7 +1,6 @@
 import ArgumentParser
 import EchoRelayAPI
 import EchoRelayCore
-import Foundation
 
 /// `echorelay replay`: sends events to subscribers again, on purpose — one event by id, or
 /// every delivery that matches a filter (bulk). A client of the HTTP API.

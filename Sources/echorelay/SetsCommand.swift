@@ -1,7 +1,6 @@
 import ArgumentParser
 import EchoRelayAPI
 import EchoRelayCore
-import Foundation
 
 /// `echorelay sets`: the Security Event Tokens a Shared Signals transmitter pushed, and what
 /// each became. A client of the HTTP API, for support staff.

@@ -1,7 +1,6 @@
 import ArgumentParser
 import EchoRelayAPI
 import EchoRelayCore
-import Foundation
 
 /// `echorelay subscriptions`: an app backend's subscriptions, their deliveries and a test
 /// delivery, from the command line. A client of the HTTP API.

@@ -1,7 +1,6 @@
 import ArgumentParser
 import EchoRelayAPI
 import EchoRelayCore
-import Foundation
 
 extension SubscriptionsCommand {
     /// `echorelay subscriptions recover`: what a subscription missed, sent again.

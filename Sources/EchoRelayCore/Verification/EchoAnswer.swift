@@ -1,4 +1,3 @@
-import Foundation
 
 /// What came back from the provider for one OAuth Echo request.
 public enum EchoAnswer: Sendable, Equatable {

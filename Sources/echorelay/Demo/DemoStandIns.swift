@@ -1,7 +1,6 @@
 import EchoRelayCore
 import EchoRelayServer
 import EchoRelayStandIns
-import Foundation
 
 // The demo's identity provider and app backend are the stand-ins the tests use
 // (EchoRelayStandIns), each checking signatures with its own code; the demo adds its consumer
