@@ -3,7 +3,6 @@ import EchoRelaySchema
 import Foundation
 import Logging
 import SQLiteNIO
-import Synchronization
 
 /// The embedded store: everything in one local SQLite file, so `echorelay serve` runs with
 /// no database server. It serves one process: `open` locks the file, and every operation

@@ -1,7 +1,6 @@
 import EchoRelayCore
 import Logging
 import ServiceLifecycle
-import Synchronization
 
 /// Settings of the verify workers.
 public struct VerifyWorkerConfiguration: Sendable {
