@@ -1,6 +1,5 @@
 import EchoRelayCore
 import Hummingbird
-import Logging
 import NIOCore
 
 /// Per-request context. Bodies are capped at the ingest limit: no route needs more.

@@ -3,7 +3,6 @@ import EchoRelayCore
 import Foundation
 import HTTPTypes
 import Hummingbird
-import Logging
 import NIOCore
 
 /// An RFC 9457 problem answer (`application/problem+json`). Field errors are listed under

@@ -1,4 +1,3 @@
-import Logging
 import PostgresNIO
 import ServiceLifecycle
 

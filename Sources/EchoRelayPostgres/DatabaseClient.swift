@@ -1,5 +1,4 @@
 import EchoRelayCore
-import Logging
 import PostgresNIO
 import ServiceLifecycle
 import Synchronization

@@ -1,5 +1,4 @@
 import EchoRelaySchema
-import Logging
 import PostgresNIO
 
 /// Applies pending migrations, one transaction each, under an advisory lock so several

@@ -1,7 +1,6 @@
 import Crypto
 import EchoRelayCore
 import Foundation
-import Logging
 import PostgresNIO
 
 extension PostgresEventStore: AccessTokenStore {

@@ -1,5 +1,4 @@
 import EchoRelayCore
-import Logging
 import PostgresNIO
 
 /// The store's group commits: ingests, verification outcomes and delivery attempts that

@@ -1,6 +1,5 @@
 import EchoRelayCore
 import Foundation
-import Logging
 import PostgresNIO
 
 extension PostgresEventStore {

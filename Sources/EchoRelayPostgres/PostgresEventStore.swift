@@ -1,7 +1,6 @@
 import EchoRelayCore
 import EchoRelaySchema
 import Foundation
-import Logging
 import PostgresNIO
 
 /// The production store: PostgreSQL through a `DatabaseClient` (a pool per host), which must be

@@ -1,6 +1,5 @@
 import EchoRelayCore
 import Foundation
-import Logging
 
 extension SQLiteEventStore {
     public func replayEvent(id: String, subscriptionIDs: [String]?, actor: Principal, reason: String) async throws -> ReplayReceipt {

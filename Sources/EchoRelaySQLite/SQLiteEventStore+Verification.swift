@@ -1,5 +1,4 @@
 import EchoRelayCore
-import Logging
 
 extension SQLiteEventStore {
     public func claimVerifications(owner: String, limit: Int, lease: Duration) async throws -> [VerificationTask] {

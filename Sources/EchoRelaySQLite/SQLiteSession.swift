@@ -1,5 +1,4 @@
 import EchoRelayCore
-import Logging
 import SQLiteNIO
 import Synchronization
 

@@ -6,7 +6,6 @@ import EchoRelaySQLite
 import EchoRelayWorkers
 import Foundation
 import Hummingbird
-import Logging
 import PostgresNIO
 import Prometheus
 import ServiceLifecycle

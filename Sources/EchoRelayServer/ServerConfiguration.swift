@@ -1,7 +1,6 @@
 import EchoRelayCore
 import EchoRelaySharedSignals
 import EchoRelayWorkers
-import Logging
 
 /// Everything `echorelay serve` is configured with, after flags and environment are merged.
 public struct ServerConfiguration: Sendable {

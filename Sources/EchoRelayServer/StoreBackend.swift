@@ -2,7 +2,6 @@ import EchoRelayCore
 import EchoRelayPostgres
 import EchoRelaySchema
 import EchoRelaySQLite
-import Logging
 import PostgresNIO
 import ServiceLifecycle
 

@@ -1,6 +1,5 @@
 import AsyncHTTPClient
 import EchoRelayCore
-import Logging
 import NIOCore
 import NIOHTTP1
 
