@@ -3,7 +3,6 @@ import EchoRelayCore
 import Foundation
 import HTTPTypes
 import Hummingbird
-import NIOCore
 
 /// `GET /v1/audit`: who did what, newest first. Administrators only.
 struct AuditController<Context: RequestContext>: Sendable {

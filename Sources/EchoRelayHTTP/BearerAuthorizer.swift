@@ -4,7 +4,6 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import Logging
-import NIOCore
 
 /// Checks `Authorization: Bearer <token>` and says who is asking: the holder of
 /// `ECHORELAY_ADMIN_TOKEN` (an admin), or of a stored access token with its role.

@@ -3,7 +3,6 @@ import EchoRelayCore
 import HTTPTypes
 import Hummingbird
 import Logging
-import NIOCore
 
 /// `/v1/dead-letters`: deliveries that exhausted their tries, and their redrive.
 struct DeadLettersController<Context: RequestContext>: Sendable {

@@ -2,7 +2,6 @@ import EchoRelayAPI
 import EchoRelayCore
 import HTTPTypes
 import Hummingbird
-import NIOCore
 
 /// `GET /v1/events/{id}`: one stored event for an administrator. The echo credentials are
 /// never part of the answer.

@@ -3,7 +3,6 @@ import EchoRelayCore
 import HTTPTypes
 import Hummingbird
 import Logging
-import NIOCore
 
 /// `GET /healthz` (the process answers) and `GET /readyz` (the database is reachable and
 /// its migrations are current; `503` otherwise, so a load balancer stops sending traffic).

@@ -3,7 +3,6 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import Logging
-import NIOCore
 
 /// `POST /v1/events`: the identity provider's front door. The answer is `202` only once
 /// the event and its verification work item are committed; a refused request stores nothing.

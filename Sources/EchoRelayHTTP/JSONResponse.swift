@@ -1,7 +1,6 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
-import NIOCore
 
 enum JSONResponse {
     static func make(status: HTTPResponse.Status = .ok, _ value: some Encodable) throws -> Response {

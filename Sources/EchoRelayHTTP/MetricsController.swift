@@ -2,7 +2,6 @@ import EchoRelayCore
 import HTTPTypes
 import Hummingbird
 import Logging
-import NIOCore
 import Prometheus
 import Synchronization
 

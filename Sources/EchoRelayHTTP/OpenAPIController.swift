@@ -1,6 +1,5 @@
 import HTTPTypes
 import Hummingbird
-import NIOCore
 
 /// `GET /openapi.yaml`: the OpenAPI 3.1 description of the HTTP API, as it is in
 /// `Sources/EchoRelayHTTP/OpenAPI/openapi.yaml` (embedded in the binary at build time, so a

@@ -3,7 +3,6 @@ import EchoRelayCore
 import Foundation
 import HTTPTypes
 import Hummingbird
-import NIOCore
 
 /// An RFC 9457 problem answer (`application/problem+json`). Field errors are listed under
 /// `errors`, each naming the field and the reason, so a client can fix all of them at once.

@@ -2,7 +2,6 @@ import EchoRelayCore
 import HTTPTypes
 import Hummingbird
 import Logging
-import NIOCore
 
 /// Renders every failure as problem+json: store outages as 503, unknown errors as 500 with
 /// the cause logged (store errors carry texts that are safe to log), and Hummingbird's own

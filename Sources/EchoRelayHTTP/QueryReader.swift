@@ -1,7 +1,6 @@
 import EchoRelayCore
 import Foundation
 import Hummingbird
-import NIOCore
 
 /// Reads the query parameters of a list request, collecting a problem per bad one; `finish`
 /// throws them all as one `400 invalid-query`.

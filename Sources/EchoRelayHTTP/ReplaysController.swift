@@ -3,7 +3,6 @@ import EchoRelayCore
 import HTTPTypes
 import Hummingbird
 import Logging
-import NIOCore
 
 /// `/v1/replays`: bulk replays by filter, with a dry-run count, progress and cancel; and
 /// `/v1/subscriptions/{id}/recover`, the replay an app backend starts for its own subscription

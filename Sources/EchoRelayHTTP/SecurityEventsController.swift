@@ -5,7 +5,6 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import Logging
-import NIOCore
 
 /// `POST /v1/sets`: Security Event Tokens pushed by an OpenID Shared Signals transmitter
 /// (RFC 8935), and `GET /v1/sets`, what support sees of them. A SET is answered `202` only

@@ -3,7 +3,6 @@ import EchoRelayCore
 import HTTPTypes
 import Hummingbird
 import Logging
-import NIOCore
 
 /// `/v1/subscriptions`: app backends register where verified updates go. An `app` token sees
 /// only the subscriptions it created; `admin` sees all.

@@ -3,7 +3,6 @@ import EchoRelayCore
 import HTTPTypes
 import Hummingbird
 import Logging
-import NIOCore
 
 /// What support staff do with one user or one event: read a user's timeline, replay an event,
 /// re-verify an unverifiable one. Every change is audited with its reason.

@@ -2,7 +2,6 @@ import EchoRelayAPI
 import EchoRelayCore
 import HTTPTypes
 import Hummingbird
-import NIOCore
 
 /// `GET /v1/users/{user_id}`: the user's current verified state.
 struct UsersController<Context: RequestContext>: Sendable {

@@ -1,4 +1,3 @@
-import NIOCore
 import PostgresNIO
 
 /// Runs tasks on one NIO event loop: a task that talks to a connection of that loop then

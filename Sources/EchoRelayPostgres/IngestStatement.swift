@@ -1,5 +1,4 @@
 import EchoRelayCore
-import NIOCore
 import PostgresNIO
 
 /// Stores a batch of new events — one or many — with their verification work items, as one

@@ -1,6 +1,5 @@
 import EchoRelayCore
 import Foundation
-import NIOCore
 import SQLiteNIO
 
 /// A Swift value that binds to a statement parameter. Dates bind as INTEGER microseconds,

@@ -3,7 +3,6 @@ import EchoRelayCore
 import Foundation
 import HTTPTypes
 import Hummingbird
-import NIOCore
 import Synchronization
 
 /// A stand-in identity provider on an ephemeral loopback port, answering OAuth Echo

@@ -3,7 +3,6 @@ import EchoRelayCore
 import Foundation
 import HTTPTypes
 import Hummingbird
-import NIOCore
 import Synchronization
 
 /// A stand-in app backend on an ephemeral loopback port: it accepts `POST` on any path,

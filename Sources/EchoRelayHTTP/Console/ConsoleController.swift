@@ -3,7 +3,6 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import Logging
-import NIOCore
 
 /// `/console`: the support console, server-rendered pages over the same store and rules as
 /// the support API. Reading pages are here; the forms that change something are in

@@ -3,7 +3,6 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import Mustache
-import NIOCore
 
 /// Renders the console's pages from the Mustache templates embedded in the binary
 /// (`Console/Templates`), each inside `layout.mustache`. Every `{{value}}` is HTML-escaped by
