@@ -1,7 +1,6 @@
 import EchoRelayAPI
 import EchoRelayCore
 import Foundation
-import HTTPTypes
 import Hummingbird
 
 /// `GET /v1/audit`: who did what, newest first. Administrators only.

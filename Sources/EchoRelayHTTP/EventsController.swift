@@ -1,6 +1,5 @@
 import EchoRelayAPI
 import EchoRelayCore
-import HTTPTypes
 import Hummingbird
 
 /// `GET /v1/events/{id}`: one stored event for an administrator. The echo credentials are

@@ -1,6 +1,5 @@
 import EchoRelayAPI
 import EchoRelayCore
-import HTTPTypes
 import Hummingbird
 import Logging
 

@@ -1,5 +1,4 @@
 import Foundation
-import HTTPTypes
 import Hummingbird
 
 enum JSONResponse {

@@ -1,4 +1,3 @@
-import HTTPTypes
 import Hummingbird
 
 /// `GET /openapi.yaml`: the OpenAPI 3.1 description of the HTTP API, as it is in

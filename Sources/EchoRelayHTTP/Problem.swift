@@ -1,7 +1,6 @@
 import EchoRelayAPI
 import EchoRelayCore
 import Foundation
-import HTTPTypes
 import Hummingbird
 
 /// An RFC 9457 problem answer (`application/problem+json`). Field errors are listed under

@@ -2,7 +2,6 @@ import EchoRelayAPI
 import EchoRelayCore
 import EchoRelaySharedSignals
 import Foundation
-import HTTPTypes
 import Hummingbird
 import Logging
 

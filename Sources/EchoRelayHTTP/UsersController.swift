@@ -1,6 +1,5 @@
 import EchoRelayAPI
 import EchoRelayCore
-import HTTPTypes
 import Hummingbird
 
 /// `GET /v1/users/{user_id}`: the user's current verified state.

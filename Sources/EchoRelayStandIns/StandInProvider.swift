@@ -1,7 +1,6 @@
 import Crypto
 import EchoRelayCore
 import Foundation
-import HTTPTypes
 import Hummingbird
 import Synchronization
 

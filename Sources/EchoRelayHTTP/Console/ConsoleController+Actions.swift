@@ -1,5 +1,4 @@
 import EchoRelayCore
-import HTTPTypes
 import Hummingbird
 import Logging
 
