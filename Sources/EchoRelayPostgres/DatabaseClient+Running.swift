@@ -1,4 +1,3 @@
-import PostgresNIO
 import ServiceLifecycle
 
 extension DatabaseClient {
