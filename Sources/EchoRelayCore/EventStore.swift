@@ -85,31 +85,11 @@ public struct StoredEvent: Sendable, Equatable {
     public var verifiedAt: Date?
     public var providerUserID: String?
     public var providerPhoneNumber: String?
-    public var source: EventSource
+    public var source: EventSource = .push
     /// When retention cut the event to its receipt: its deliveries, their attempts and its
     /// pushed payload are gone. Nil while it is kept whole.
     public var prunedAt: Date?
 
-    public init(
-        id: String, type: EventType, userID: String, sequence: Int64, occurredAt: Date, receivedAt: Date,
-        status: EventStatus, reason: VerificationReason? = nil, decidedAt: Date? = nil, verifiedAt: Date? = nil,
-        providerUserID: String? = nil, providerPhoneNumber: String? = nil, source: EventSource = .push, prunedAt: Date? = nil
-    ) {
-        self.source = source
-        self.prunedAt = prunedAt
-        self.id = id
-        self.type = type
-        self.userID = userID
-        self.sequence = sequence
-        self.occurredAt = occurredAt
-        self.receivedAt = receivedAt
-        self.status = status
-        self.reason = reason
-        self.decidedAt = decidedAt
-        self.verifiedAt = verifiedAt
-        self.providerUserID = providerUserID
-        self.providerPhoneNumber = providerPhoneNumber
-    }
 }
 
 extension StoredEvent {

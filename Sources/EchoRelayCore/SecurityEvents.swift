@@ -107,20 +107,6 @@ public struct SecurityEventRecord: Sendable, Equatable {
     /// The event it became (nil if it became none, or the event was deleted since).
     public var eventID: String?
 
-    public init(number: Int64, issuer: String, jti: String, eventType: String, issuedAt: Date, receivedAt: Date, subject: String?,
-                disposition: SecurityEventDisposition, note: String?, verificationState: String?, eventID: String?) {
-        self.number = number
-        self.issuer = issuer
-        self.jti = jti
-        self.eventType = eventType
-        self.issuedAt = issuedAt
-        self.receivedAt = receivedAt
-        self.subject = subject
-        self.disposition = disposition
-        self.note = note
-        self.verificationState = verificationState
-        self.eventID = eventID
-    }
 }
 
 extension SecurityEventRecord {

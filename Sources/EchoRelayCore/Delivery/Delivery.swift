@@ -152,16 +152,6 @@ public struct DeliveryRecord: Sendable, Equatable {
     public var nextAttemptAt: Date?
     public var attempts: [DeliveryAttempt]
 
-    public init(subscriptionID: String, webhookID: String, status: DeliveryStatus, createdAt: Date, finishedAt: Date?,
-                nextAttemptAt: Date?, attempts: [DeliveryAttempt]) {
-        self.subscriptionID = subscriptionID
-        self.webhookID = webhookID
-        self.status = status
-        self.createdAt = createdAt
-        self.finishedAt = finishedAt
-        self.nextAttemptAt = nextAttemptAt
-        self.attempts = attempts
-    }
 }
 
 extension DeliveryRecord {
@@ -174,11 +164,10 @@ extension DeliveryRecord {
     /// Without its attempts, which are read on their own.
     public init(row: some StoreRow) throws {
         self.init(
-            subscriptionID: try row.string(1), webhookID: try row.string(2),
+            subscriptionID: try row.string(1), replayID: try row.optionalString(7), webhookID: try row.string(2),
             status: DeliveryStatus(rawValue: try row.string(3)) ?? .pending, createdAt: try row.date(4),
             finishedAt: try row.optionalDate(5), nextAttemptAt: try row.optionalDate(6), attempts: []
         )
-        replayID = try row.optionalString(7)
     }
 }
 

@@ -17,23 +17,6 @@ public struct Subscription: Sendable, Equatable {
     public var lastSuccessAt: Date?
     public var failingSince: Date?
 
-    public init(
-        id: String, ownerTokenID: String?, url: String, eventTypes: [EventType], description: String?, ordered: Bool,
-        enabled: Bool, disabledReason: String?, createdAt: Date, updatedAt: Date, lastSuccessAt: Date?, failingSince: Date?
-    ) {
-        self.id = id
-        self.ownerTokenID = ownerTokenID
-        self.url = url
-        self.eventTypes = eventTypes
-        self.description = description
-        self.ordered = ordered
-        self.enabled = enabled
-        self.disabledReason = disabledReason
-        self.createdAt = createdAt
-        self.updatedAt = updatedAt
-        self.lastSuccessAt = lastSuccessAt
-        self.failingSince = failingSince
-    }
 }
 
 extension Subscription {

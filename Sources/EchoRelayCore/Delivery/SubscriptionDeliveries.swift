@@ -37,22 +37,6 @@ public struct SubscriptionDelivery: Sendable, Equatable {
     /// The last attempt's HTTP status; nil before any attempt or when none answered.
     public var lastStatusCode: Int?
 
-    public init(id: Int64, eventID: String, userID: String, type: EventType, sequence: Int64, replayID: String?, webhookID: String,
-                status: DeliveryStatus, attempts: Int, createdAt: Date, finishedAt: Date?, nextAttemptAt: Date?, lastStatusCode: Int?) {
-        self.id = id
-        self.eventID = eventID
-        self.userID = userID
-        self.type = type
-        self.sequence = sequence
-        self.replayID = replayID
-        self.webhookID = webhookID
-        self.status = status
-        self.attempts = attempts
-        self.createdAt = createdAt
-        self.finishedAt = finishedAt
-        self.nextAttemptAt = nextAttemptAt
-        self.lastStatusCode = lastStatusCode
-    }
 }
 
 extension SubscriptionDelivery {

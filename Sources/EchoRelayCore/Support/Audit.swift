@@ -14,19 +14,6 @@ public struct AuditEntry: Sendable, Equatable {
     public var matched: Int?
     public var reason: String?
 
-    public init(id: Int64, at: Date, actorTokenID: String?, actorName: String, actorRole: String, action: String,
-                target: String?, filter: JSONValue?, matched: Int?, reason: String?) {
-        self.id = id
-        self.at = at
-        self.actorTokenID = actorTokenID
-        self.actorName = actorName
-        self.actorRole = actorRole
-        self.action = action
-        self.target = target
-        self.filter = filter
-        self.matched = matched
-        self.reason = reason
-    }
 }
 
 extension AuditEntry {

@@ -39,23 +39,6 @@ public struct DeadLetter: Sendable, Equatable {
     public var lastStatusCode: Int?
     public var lastError: String?
 
-    public init(deliveryID: Int64, eventID: String, subscriptionID: String, replayID: String?, userID: String, type: EventType,
-                sequence: Int64, webhookID: String, attempts: Int, receivedAt: Date, deadAt: Date, lastStatusCode: Int?,
-                lastError: String?) {
-        self.deliveryID = deliveryID
-        self.eventID = eventID
-        self.subscriptionID = subscriptionID
-        self.replayID = replayID
-        self.userID = userID
-        self.type = type
-        self.sequence = sequence
-        self.webhookID = webhookID
-        self.attempts = attempts
-        self.receivedAt = receivedAt
-        self.deadAt = deadAt
-        self.lastStatusCode = lastStatusCode
-        self.lastError = lastError
-    }
 }
 
 extension DeadLetter {

@@ -99,24 +99,6 @@ public struct Replay: Sendable, Equatable {
     /// When it completed or was cancelled.
     public var finishedAt: Date?
 
-    public init(id: String, kind: ReplayKind, state: ReplayState, reason: String, actorName: String, actorRole: String,
-                eventID: String?, filter: JSONValue?, matched: Int, sent: Int, delivered: Int, failed: Int,
-                createdAt: Date, finishedAt: Date?) {
-        self.id = id
-        self.kind = kind
-        self.state = state
-        self.reason = reason
-        self.actorName = actorName
-        self.actorRole = actorRole
-        self.eventID = eventID
-        self.filter = filter
-        self.matched = matched
-        self.sent = sent
-        self.delivered = delivered
-        self.failed = failed
-        self.createdAt = createdAt
-        self.finishedAt = finishedAt
-    }
 }
 
 extension Replay {

@@ -101,14 +101,6 @@ public struct UserState: Sendable, Equatable {
     public var lastEventAt: Date
     public var updatedAt: Date
 
-    public init(userID: String, state: State, phoneNumber: String?, lastSequence: Int64, lastEventAt: Date, updatedAt: Date) {
-        self.userID = userID
-        self.state = state
-        self.phoneNumber = phoneNumber
-        self.lastSequence = lastSequence
-        self.lastEventAt = lastEventAt
-        self.updatedAt = updatedAt
-    }
 }
 
 extension UserState {
