@@ -1,4 +1,5 @@
 import EchoRelayCore
+import TestSupport
 import Testing
 
 /// `Authorization: OAuth …` parsing (RFC 5849 §3.5.1) and building, and the promise that an

@@ -1,5 +1,6 @@
 import EchoRelayCore
 import Foundation
+import TestSupport
 import Testing
 
 /// RFC 5849's own examples, step by step, and the signing functions built on them.

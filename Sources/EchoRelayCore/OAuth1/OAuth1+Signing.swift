@@ -12,34 +12,6 @@ extension OAuth1 {
         return Data(mac).base64EncodedString()
     }
 
-    /// Whether `signature` (base64, as in `oauth_signature` once percent-decoded) is the HMAC-SHA1
-    /// of `baseString`, compared in constant time (`HMAC.isValidAuthenticationCode`).
-    public static func isValidSignature(
-        _ signature: String, baseString: String, consumerSecret: String, tokenSecret: String?
-    ) -> Bool {
-        guard let mac = Data(base64Encoded: signature) else { return false }
-        return HMAC<Insecure.SHA1>.isValidAuthenticationCode(
-            mac, authenticating: Data(baseString.utf8),
-            using: signingKey(consumerSecret: consumerSecret, tokenSecret: tokenSecret)
-        )
-    }
-
-    /// What a service provider checks (§3.2, the signature part): that `header` carries an
-    /// HMAC-SHA1 signature of this request under these secrets. The signed parameters are the
-    /// query of `url`, the header's parameters and `bodyParameters` (a form body, decoded).
-    ///
-    /// False when the header has no signature or another signature method. Throws only when
-    /// `url` cannot be signed at all. Timestamp windows and nonce reuse are the caller's checks.
-    public static func isValidSignature(
-        of header: OAuthAuthorizationHeader, method: String, url: String,
-        consumerSecret: String, tokenSecret: String?, bodyParameters: [(String, String)] = []
-    ) throws(OAuthRequestError) -> Bool {
-        guard header.signatureMethod == hmacSHA1Method, let signature = header.signature else { return false }
-        let parameters = header.parameters.map { ($0.key, $0.value) } + bodyParameters
-        let baseString = try signatureBaseString(method: method, url: url, parameters: parameters)
-        return isValidSignature(signature, baseString: baseString, consumerSecret: consumerSecret, tokenSecret: tokenSecret)
-    }
-
     /// Signs one request with HMAC-SHA1 and returns the whole `Authorization` header value,
     /// `OAuth realm="…", oauth_consumer_key="…", …` (parameters sorted by name, values
     /// percent-encoded and quoted, separated by `, `).
@@ -83,9 +55,7 @@ extension OAuth1 {
     /// A fresh nonce: 32 random hex digits (128 bits from the system's secure generator).
     public static func randomNonce() -> String {
         var generator = SystemRandomNumberGenerator()
-        let bytes = (0..<16).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
-        return String(decoding: bytes.flatMap { [upperHexDigits[Int($0 >> 4)], upperHexDigits[Int($0 & 0x0F)]] }, as: UTF8.self)
-            .lowercased()
+        return (0..<16).map { _ in UInt8.random(in: .min ... .max, using: &generator) }.lowercaseHex
     }
 
     static func signingKey(consumerSecret: String, tokenSecret: String?) -> SymmetricKey {

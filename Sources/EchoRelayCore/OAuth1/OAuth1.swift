@@ -15,7 +15,7 @@
 ///
 /// Parsing a received header is ``OAuthAuthorizationHeader/parse(_:)``.
 public enum OAuth1 {
-    /// The only signature method EchoRelay signs and verifies.
+    /// The only signature method EchoRelay signs with.
     public static let hmacSHA1Method = "HMAC-SHA1"
     /// The value of `oauth_version` when present (§3.1: OPTIONAL, and if present MUST be "1.0").
     public static let version = "1.0"
