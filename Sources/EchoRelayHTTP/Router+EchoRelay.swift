@@ -66,8 +66,6 @@ public func buildRouter(servesAPI: Bool = true, _ dependencies: HTTPDependencies
         store: dependencies.store, receiver: dependencies.securityEvents, authorizer: dependencies.authorizer,
         backlog: dependencies.backlog, metrics: dependencies.metrics, workCreated: { workCreated(.verification) }
     ).addRoutes(to: router)
-    EventsController(store: dependencies.store, authorizer: dependencies.authorizer).addRoutes(to: router)
-    UsersController(store: dependencies.store, authorizer: dependencies.authorizer).addRoutes(to: router)
     SupportController(store: dependencies.store, authorizer: dependencies.authorizer, workCreated: dependencies.workCreated,
                       metrics: dependencies.metrics).addRoutes(to: router)
     ReplaysController(store: dependencies.store, authorizer: dependencies.authorizer, replayStarted: { workCreated(.replay) },

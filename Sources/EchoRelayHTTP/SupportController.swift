@@ -13,10 +13,22 @@ struct SupportController<Context: RequestContext>: Sendable {
     let metrics: RelayMetrics
 
     func addRoutes(to router: Router<Context>) {
+        router.get("/v1/users/{user_id}", use: user)
         router.get("/v1/users/{user_id}/events", use: timeline)
         router.get("/v1/events", use: recentEvents)
+        router.get("/v1/events/{id}", use: event)
         router.post("/v1/events/{id}/replay", use: replay)
         router.post("/v1/events/{id}/reverify", use: reverify)
+    }
+
+    /// The user's current verified state.
+    @Sendable func user(_ request: Request, context: Context) async throws -> Response {
+        try await authorizer.require(request, roles: .staff)
+        let userID = try context.parameters.decoded("user_id")
+        guard let user = try await store.user(id: userID) else {
+            throw Problem.notFound("no verified state for user \"\(userID)\": no event of theirs has been verified yet")
+        }
+        return try JSONResponse.make(API.User(user))
     }
 
     @Sendable func timeline(_ request: Request, context: Context) async throws -> Response {
@@ -54,6 +66,17 @@ struct SupportController<Context: RequestContext>: Sendable {
             return try await store.recentEvents(query)
         }
         return try JSONResponse.make(API.Timeline(page, item: API.TimelineEvent.init) { RecentEventsCursor(after: $0.event).text })
+    }
+
+    /// One stored event. The echo credentials are never part of the answer.
+    @Sendable func event(_ request: Request, context: Context) async throws -> Response {
+        try await authorizer.require(request, roles: .staff)
+        let id = try context.parameters.decoded("id")
+        guard let event = try await store.event(id: id) else {
+            throw Problem.notFound("no event with id \"\(id)\"")
+        }
+        let origin = event.source == .set ? try await store.securityEvent(eventID: id) : nil
+        return try JSONResponse.make(API.Event(event, deliveries: try await store.deliveries(eventID: id), securityEvent: origin))
     }
 
     @Sendable func replay(_ request: Request, context: Context) async throws -> Response {
