@@ -49,15 +49,10 @@ struct MetricsController<Context: RequestContext>: Sendable {
     }
 
     static var depth: MetricNameDescriptor {
-        MetricNameDescriptor(
-            namespace: "echorelay", metricName: "queue", unitName: "depth", helpText: "Unfinished work items of each kind."
-        )
+        .echorelay("queue", unit: "depth", help: "Unfinished work items of each kind.")
     }
     static var oldestDueAge: MetricNameDescriptor {
-        MetricNameDescriptor(
-            namespace: "echorelay", metricName: "queue_oldest_due_age", unitName: "seconds",
-            helpText: "How long the longest-waiting due item of each kind has been due."
-        )
+        .echorelay("queue_oldest_due_age", unit: "seconds", help: "How long the longest-waiting due item of each kind has been due.")
     }
 }
 
@@ -87,27 +82,25 @@ final class SubscriptionGauges: Sendable {
     }
 
     static var enabled: MetricNameDescriptor {
-        MetricNameDescriptor(
-            namespace: "echorelay", metricName: "subscription_enabled", unitName: "",
-            helpText: "1 while the subscription is enabled, 0 while it is disabled."
-        )
+        .echorelay("subscription_enabled", unit: "", help: "1 while the subscription is enabled, 0 while it is disabled.")
     }
     static var disabledAutomatically: MetricNameDescriptor {
-        MetricNameDescriptor(
-            namespace: "echorelay", metricName: "subscription_auto_disabled", unitName: "",
-            helpText: "1 when EchoRelay disabled the subscription itself: its endpoint answered 410, or every delivery failed for ECHORELAY_DISABLE_AFTER."
-        )
+        .echorelay("subscription_auto_disabled", unit: "",
+                   help: "1 when EchoRelay disabled the subscription itself: its endpoint answered 410, or every delivery failed for ECHORELAY_DISABLE_AFTER.")
     }
     static var failing: MetricNameDescriptor {
-        MetricNameDescriptor(
-            namespace: "echorelay", metricName: "subscription_failing", unitName: "seconds",
-            helpText: "How long every attempt to the subscription has failed (since its first failure after its last success); 0 while it succeeds."
-        )
+        .echorelay("subscription_failing", unit: "seconds",
+                   help: "How long every attempt to the subscription has failed (since its first failure after its last success); 0 while it succeeds.")
     }
     static var oldestDueAge: MetricNameDescriptor {
-        MetricNameDescriptor(
-            namespace: "echorelay", metricName: "subscription_oldest_due_age", unitName: "seconds",
-            helpText: "How long the subscription's longest-waiting due delivery has been due; 0 when none is due."
-        )
+        .echorelay("subscription_oldest_due_age", unit: "seconds",
+                   help: "How long the subscription's longest-waiting due delivery has been due; 0 when none is due.")
+    }
+}
+
+extension MetricNameDescriptor {
+    /// A metric of EchoRelay's own: its name starts with `echorelay_`.
+    static func echorelay(_ name: String, unit: String, help: String) -> Self {
+        MetricNameDescriptor(namespace: "echorelay", metricName: name, unitName: unit, helpText: help)
     }
 }
