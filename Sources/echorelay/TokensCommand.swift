@@ -1,4 +1,5 @@
 import ArgumentParser
+import EchoRelayAPI
 import EchoRelayCore
 import EchoRelaySchema
 import EchoRelayServer
@@ -81,26 +82,19 @@ struct TokensCommand: AsyncParsableCommand {
 
         static func table(_ records: [AccessTokenRecord]) -> String {
             guard !records.isEmpty else { return "no access tokens (create one with: echorelay tokens create)" }
-            let rows = [["ID", "NAME", "ROLE", "CREATED", "REVOKED"]] + records.map { record in
+            // Names are printable (`AccessTokenName`), so the table shows them as they are.
+            return TextOutput.table(["ID", "NAME", "ROLE", "CREATED", "REVOKED"], records.map { record in
                 [record.id, record.name, record.role.rawValue, RFC3339.format(record.createdAt),
                  record.revokedAt.map(RFC3339.format) ?? "-"]
-            }
-            let widths = (0..<5).map { column in rows.map { $0[column].count }.max() ?? 0 }
-            return rows.map { row in
-                row.indices.map { column in
-                    let cell = row[column]
-                    guard column < row.count - 1 else { return cell }  // no trailing spaces
-                    return cell + String(repeating: " ", count: widths[column] - cell.count)
-                }.joined(separator: "  ")
-            }.joined(separator: "\n")
+            })
         }
 
         static func json(_ records: [AccessTokenRecord]) throws -> String {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
             let rows = records.map {
-                TokenListRow(id: $0.id, name: $0.name, role: $0.role.rawValue, createdAt: RFC3339.format($0.createdAt),
-                             revokedAt: $0.revokedAt.map(RFC3339.format))
+                TokenListRow(id: $0.id, name: $0.name, role: $0.role.rawValue, created_at: RFC3339.format($0.createdAt),
+                             revoked_at: $0.revokedAt.map(RFC3339.format))
             }
             return String(decoding: try encoder.encode(rows), as: UTF8.self)
         }
@@ -146,23 +140,9 @@ struct TokenListRow: Encodable {
     let id: String
     let name: String
     let role: String
-    let createdAt: String
-    let revokedAt: String?
-
-    enum CodingKeys: String, CodingKey {
-        case id, name, role
-        case createdAt = "created_at"
-        case revokedAt = "revoked_at"
-    }
-
-    func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(id, forKey: .id)
-        try container.encode(name, forKey: .name)
-        try container.encode(role, forKey: .role)
-        try container.encode(createdAt, forKey: .createdAt)
-        try container.encode(revokedAt, forKey: .revokedAt)  // null while valid, not absent
-    }
+    let created_at: String
+    /// Null while valid, not absent.
+    @Nullable var revoked_at: String?
 }
 
 /// The database and logging options every `tokens` subcommand shares.

@@ -21,19 +21,9 @@ struct DemoReport: Encodable, Sendable {
     struct User: Encodable, Sendable {
         let user_id: String
         /// The user's state on the server (`active`, `deactivated`); null when unknown.
-        let state: String?
-        let phone_number: String?
+        @Nullable var state: String?
+        @Nullable var phone_number: String?
         let events: [Row]
-
-        enum CodingKeys: String, CodingKey { case user_id, state, phone_number, events }
-
-        func encode(to encoder: any Encoder) throws {
-            var container = encoder.container(keyedBy: CodingKeys.self)
-            try container.encode(user_id, forKey: .user_id)
-            try container.encode(state, forKey: .state)  // null when unknown, not absent
-            try container.encode(phone_number, forKey: .phone_number)
-            try container.encode(events, forKey: .events)
-        }
     }
 
     struct Row: Encodable, Sendable {
@@ -41,37 +31,18 @@ struct DemoReport: Encodable, Sendable {
         let type: String
         let event_id: String
         let status: String
-        let reason: String?
+        @Nullable var reason: String?
         let forged: Bool
         /// The state of the delivery to the demo's subscription; null when there is none.
-        let delivery_status: String?
+        @Nullable var delivery_status: String?
         /// The `webhook-id` of that delivery, as the server records it.
-        let webhook_id: String?
+        @Nullable var webhook_id: String?
         /// Whether the subscriber received that `webhook-id` with a valid signature and a
         /// body that matches the server's record.
         let received: Bool
         let replay: Bool
         /// Whether this event ended as the demo expects.
         let ok: Bool
-
-        enum CodingKeys: String, CodingKey {
-            case sequence, type, event_id, status, reason, forged, delivery_status, webhook_id, received, replay, ok
-        }
-
-        func encode(to encoder: any Encoder) throws {
-            var container = encoder.container(keyedBy: CodingKeys.self)
-            try container.encode(sequence, forKey: .sequence)
-            try container.encode(type, forKey: .type)
-            try container.encode(event_id, forKey: .event_id)
-            try container.encode(status, forKey: .status)
-            try container.encode(reason, forKey: .reason)  // null when none, not absent
-            try container.encode(forged, forKey: .forged)
-            try container.encode(delivery_status, forKey: .delivery_status)
-            try container.encode(webhook_id, forKey: .webhook_id)
-            try container.encode(received, forKey: .received)
-            try container.encode(replay, forKey: .replay)
-            try container.encode(ok, forKey: .ok)
-        }
     }
 
     var users: [User]
