@@ -53,11 +53,7 @@ struct AuditCommand: AsyncParsableCommand {
                 refused.hint = "the audit log needs a token with the admin role (ECHORELAY_ADMIN_TOKEN, or echorelay tokens create --role admin)"
                 throw refused
             }
-            if client.json { return printJSON(try pages.json(API.AuditEntry.self)) }
-
-            let entries = try pages.items(API.AuditEntry.self)
-            print(entries.isEmpty ? "no audit entries match" : Self.table(entries))
-            pages.hintMore("entries")
+            try pages.show(API.AuditEntry.self, json: client.json, more: "entries", none: "no audit entries match", Self.table)
         }
     }
 

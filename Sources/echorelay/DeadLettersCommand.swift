@@ -29,11 +29,7 @@ struct DeadLettersCommand: AsyncParsableCommand {
                 var query: [(String, String)] = []
                 if let subscription { query.append(("subscription_id", subscription)) }
                 let pages = try await paging.fetch(api, ["v1", "dead-letters"], filters: query)
-                if client.json { return printJSON(try pages.json(API.DeadLetter.self)) }
-
-                let letters = try pages.items(API.DeadLetter.self)
-                print(letters.isEmpty ? "no dead letters match" : Self.table(letters))
-                pages.hintMore("dead letters")
+                try pages.show(API.DeadLetter.self, json: client.json, more: "dead letters", none: "no dead letters match", Self.table)
             }
         }
 

@@ -71,15 +71,10 @@ struct EventsCommand: AsyncParsableCommand {
                 if let subscription { query.append(("subscription_id", subscription)) }
                 let path = user.map { ["v1", "users", $0, "events"] } ?? ["v1", "events"]
                 let pages = try await paging.fetch(api, path, filters: query)
-                if client.json { return printJSON(try pages.json(API.TimelineEvent.self)) }
-
-                let events = try pages.items(API.TimelineEvent.self)
-                if let user {
-                    print(events.isEmpty ? "no events for user \(user) match" : Self.table(events))
-                } else {
-                    print(events.isEmpty ? "no events match" : Self.everyUserTable(events))
+                try pages.show(API.TimelineEvent.self, json: client.json, more: "events",
+                               none: user.map { "no events for user \($0) match" } ?? "no events match") { events in
+                    user == nil ? Self.everyUserTable(events) : Self.table(events)
                 }
-                pages.hintMore("events")
             }
         }
 

@@ -39,10 +39,8 @@ struct SetsCommand: AsyncParsableCommand {
             var query: [(String, String)] = []
             if let disposition { query.append(("disposition", disposition)) }
             let pages = try await paging.fetch(api, ["v1", "sets"], filters: query)
-            if client.json { return printJSON(try pages.json(API.SecurityEvent.self)) }
-            let received = try pages.items(API.SecurityEvent.self)
-            print(received.isEmpty ? "no SETs received" + (disposition.map { " that became \($0)" } ?? "") : Self.table(received))
-            pages.hintMore("SETs")
+            try pages.show(API.SecurityEvent.self, json: client.json, more: "SETs",
+                           none: "no SETs received" + (disposition.map { " that became \($0)" } ?? ""), Self.table)
         }
     }
 

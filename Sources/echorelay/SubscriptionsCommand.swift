@@ -24,14 +24,13 @@ struct SubscriptionsCommand: AsyncParsableCommand {
         func run() async throws {
             try await client.run { api in
                 let pages = try await paging.fetch(api, ["v1", "subscriptions"], filters: [])
-                if client.json { return printJSON(try pages.json(API.Subscription.self)) }
-                let subscriptions = try pages.items(API.Subscription.self)
-                print(subscriptions.isEmpty ? "no subscriptions" : TextOutput.table(
-                    ["ID", "URL", "TYPES", "ORDERED", "STATE"],
-                    subscriptions.map { [$0.id, TextOutput.shortened($0.url, to: 60), $0.event_types.joined(separator: ","),
-                                         $0.ordered ? "yes" : "no", $0.stateText] }
-                ))
-                pages.hintMore("subscriptions")
+                try pages.show(API.Subscription.self, json: client.json, more: "subscriptions", none: "no subscriptions") { subscriptions in
+                    TextOutput.table(
+                        ["ID", "URL", "TYPES", "ORDERED", "STATE"],
+                        subscriptions.map { [$0.id, TextOutput.shortened($0.url, to: 60), $0.event_types.joined(separator: ","),
+                                             $0.ordered ? "yes" : "no", $0.stateText] }
+                    )
+                }
             }
         }
     }
@@ -222,14 +221,14 @@ struct SubscriptionsCommand: AsyncParsableCommand {
                 if let type { filters.append(("type", type)) }
                 if let user { filters.append(("user_id", user)) }
                 let pages = try await paging.fetch(api, ["v1", "subscriptions", id, "deliveries"], filters: filters)
-                if client.json { return printJSON(try pages.json(API.SubscriptionDelivery.self)) }
-                let deliveries = try pages.items(API.SubscriptionDelivery.self)
-                print(deliveries.isEmpty ? "no deliveries match" : TextOutput.table(
-                    ["ID", "MADE", "EVENT", "USER", "TYPE", "SEQ", "STATUS", "TRIES", "LAST"],
-                    deliveries.map { [String($0.id), TextOutput.time($0.created_at), $0.event_id, $0.user_id, $0.type, String($0.sequence),
-                                      $0.status, String($0.attempts), $0.last_status_code.map(String.init) ?? "-"] }
-                ))
-                pages.hintMore("deliveries")
+                try pages.show(API.SubscriptionDelivery.self, json: client.json, more: "deliveries", none: "no deliveries match") { deliveries in
+                    TextOutput.table(
+                        ["ID", "MADE", "EVENT", "USER", "TYPE", "SEQ", "STATUS", "TRIES", "LAST"],
+                        deliveries.map { [String($0.id), TextOutput.time($0.created_at), $0.event_id, $0.user_id, $0.type,
+                                          String($0.sequence), $0.status, String($0.attempts),
+                                          $0.last_status_code.map(String.init) ?? "-"] }
+                    )
+                }
             }
         }
     }

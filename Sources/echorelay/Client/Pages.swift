@@ -110,8 +110,15 @@ struct PagingOptions: ParsableArguments {
 }
 
 extension Pages {
-    /// On standard error, when a page was left unfetched: how to get the rest.
-    func hintMore(_ noun: String) {
-        if let nextCursor { writeToStandardError("more \(noun): --all lists every page, or --cursor \(nextCursor) the next one") }
+    /// What a list verb prints: with `--json`, `json(_:)`; otherwise `text` of the items, or
+    /// `none` when there are none, and then, on standard error when a page was left
+    /// unfetched, how to get the rest (`more` names the items).
+    func show<Item: API.Listed>(
+        _ item: Item.Type, json: Bool, more: String, none: String, _ text: ([Item]) -> String
+    ) throws(ClientError) {
+        if json { return printJSON(try self.json(Item.self)) }
+        let listed = try items(Item.self)
+        print(listed.isEmpty ? none : text(listed))
+        if let nextCursor { writeToStandardError("more \(more): --all lists every page, or --cursor \(nextCursor) the next one") }
     }
 }
