@@ -61,27 +61,15 @@ enum Setting {
 
     static func integer(_ flag: Int?, _ setting: ServeSetting) throws -> Int {
         if let flag { return flag }
-        let text = try required(setting)
-        guard let number = Int(text) else {
-            throw ConfigurationError(setting: setting.variable, reason: "must be a whole number, got \"\(text)\"")
-        }
-        return number
+        return try parsed(setting, must: "a whole number") { Int($0) }
     }
 
     static func duration(_ flag: String?, _ setting: ServeSetting) throws -> Duration {
-        let text = try required(setting, flag)
-        guard let duration = DurationText.parse(text) else {
-            throw ConfigurationError(setting: setting.variable, reason: "must be a duration such as 500ms, 5s, 2m or 1h, got \"\(text)\"")
-        }
-        return duration
+        try parsed(setting, flag, must: "a duration such as 500ms, 5s, 2m or 1h", DurationText.parse)
     }
 
     static func durations(_ flag: String?, _ setting: ServeSetting) throws -> [Duration] {
-        let text = try required(setting, flag)
-        guard let durations = DurationText.parseList(text) else {
-            throw ConfigurationError(setting: setting.variable, reason: "must be comma-separated durations such as 1s,5s,15s, got \"\(text)\"")
-        }
-        return durations
+        try parsed(setting, flag, must: "comma-separated durations such as 1s,5s,15s", DurationText.parseList)
     }
 
     /// The text of a setting that always has one (its table gives a default value).
@@ -90,12 +78,20 @@ enum Setting {
         return text
     }
 
-    static func role(_ flag: String?) throws -> ServerRole {
-        let text = try required(ServeSettings.role, flag)
-        guard let role = ServerRole(rawValue: text) else {
-            throw ConfigurationError(setting: ServeSettings.role.variable, reason: "must be all, ingest or workers, got \"\(text)\"")
+    /// The text of a setting that always has one, read by `parse`; text it refuses (nil) is
+    /// reported as "must be <expected>, got \"<text>\"".
+    static func parsed<Value>(
+        _ setting: ServeSetting, _ flag: String? = nil, must expected: String, _ parse: (String) -> Value?
+    ) throws -> Value {
+        let text = try required(setting, flag)
+        guard let value = parse(text) else {
+            throw ConfigurationError(setting: setting.variable, reason: "must be \(expected), got \"\(text)\"")
         }
-        return role
+        return value
+    }
+
+    static func role(_ flag: String?) throws -> ServerRole {
+        try parsed(ServeSettings.role, flag, must: "all, ingest or workers", ServerRole.init(rawValue:))
     }
 
     /// `ECHORELAY_BACKLOG_LIMIT`: a positive number of events, or `off` (nil) for no limit.
@@ -148,9 +144,8 @@ struct LoggingOptions: ParsableArguments {
         guard let level = Logger.Level(rawValue: text.lowercased()) else {
             throw ConfigurationError(setting: ServeSettings.logLevel.variable, reason: "must be one of trace, debug, info, notice, warning, error, critical")
         }
-        let format = try Setting.required(ServeSettings.logFormat, logFormat)
-        guard format == "text" || format == "json" else {
-            throw ConfigurationError(setting: ServeSettings.logFormat.variable, reason: "must be text or json, got \"\(format)\"")
+        let format = try Setting.parsed(ServeSettings.logFormat, logFormat, must: "text or json") { text in
+            text == "text" || text == "json" ? text : nil
         }
         LoggingSystem.bootstrap { label in
             if format == "json" { return JSONLogHandler(label: label, logLevel: level) }

@@ -67,10 +67,7 @@ struct RetentionOptions: ParsableArguments {
 
     /// A duration, or nil for `0`: kept forever.
     private static func keep(_ flag: String?, _ setting: ServeSetting) throws -> Duration? {
-        let text = try Setting.required(setting, flag)
-        guard let duration = DurationText.parse(text) else {
-            throw ConfigurationError(setting: setting.variable, reason: "must be a duration such as 30d or 12h, or 0 to keep forever, got \"\(text)\"")
-        }
+        let duration = try Setting.parsed(setting, flag, must: "a duration such as 30d or 12h, or 0 to keep forever", DurationText.parse)
         return duration == .zero ? nil : duration
     }
 }
