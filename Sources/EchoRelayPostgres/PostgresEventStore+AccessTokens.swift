@@ -34,31 +34,24 @@ extension PostgresEventStore: AccessTokenStore {
     }
 
     public func accessTokens() async throws -> [AccessTokenRecord] {
-        do {
-            let rows = try await client.query("""
-                SELECT \(unescaped: AccessTokenRecord.columns) FROM access_tokens ORDER BY created_at, id
-                """, logger: logger)
-            return try await rows.storeRows().map(AccessTokenRecord.init(row:))
-        } catch {
-            throw StoreError.wrap(error)
-        }
+        try await rows("""
+            SELECT \(unescaped: AccessTokenRecord.columns) FROM access_tokens ORDER BY created_at, id
+            """, AccessTokenRecord.init(row:))
     }
 
     public func revokeAccessToken(id: String) async throws -> Bool {
-        do {
+        try await wrapped {
             let rows = try await client.query("""
                 UPDATE access_tokens SET revoked_at = now() WHERE id = \(id) AND revoked_at IS NULL RETURNING id
                 """, logger: logger)
             let revoked = try await rows.collect().count == 1
             if revoked { logger.info("access token revoked", metadata: ["token.id": "\(id)"]) }
             return revoked
-        } catch {
-            throw StoreError.wrap(error)
         }
     }
 
     public func principal(forTokenHash hash: [UInt8]) async throws -> Principal? {
-        do {
+        try await wrapped {
             // An index lookup on the hash: timing reveals nothing an attacker can steer,
             // since they cannot choose what a token hashes to.
             let rows = try await client.query("""
@@ -69,8 +62,6 @@ extension PostgresEventStore: AccessTokenStore {
                 return Principal(tokenID: id, name: name, role: role)
             }
             return nil
-        } catch {
-            throw StoreError.wrap(error)
         }
     }
 

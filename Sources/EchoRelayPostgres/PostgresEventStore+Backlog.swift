@@ -12,7 +12,7 @@ extension PostgresEventStore: BacklogStore {
     /// moves for every process.
     public func sampleBacklog(countingUpTo cap: Int, downAfter: Duration) async throws -> BacklogSample {
         let downSeconds = downAfter / .seconds(1)
-        do {
+        return try await wrapped {
             let rows = try await client.query("""
                 SELECT (SELECT count(*) FROM (SELECT 1 FROM work_items WHERE kind = 'verify' LIMIT \(cap)) AS verifying)
                      + (SELECT count(*) FROM (
@@ -29,8 +29,6 @@ extension PostgresEventStore: BacklogStore {
                 return BacklogSample(count: min(count, cap), arrivals: arrivals)
             }
             throw StoreError.unexpected("the backlog reading returned no row")
-        } catch {
-            throw StoreError.wrap(error)
         }
     }
 
@@ -38,10 +36,8 @@ extension PostgresEventStore: BacklogStore {
     /// statements find rows by key or by user, whatever its statistics say, and it is the
     /// largest table to sample.
     public func refreshQueueStatistics() async throws {
-        do {
+        try await wrapped {
             try await client.query("ANALYZE work_items, deliveries", logger: logger)
-        } catch {
-            throw StoreError.wrap(error)
         }
     }
 }

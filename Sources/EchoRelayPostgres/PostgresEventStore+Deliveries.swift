@@ -109,7 +109,7 @@ extension PostgresEventStore: DeliveryStore {
     }
 
     public func unparkStrandedDeliveries(parkedSince: Date?) async throws -> Int {
-        do {
+        try await wrapped {
             let rows = try await client.query("""
                 UPDATE deliveries d SET parked_at = NULL, due_at = least(d.created_at, now())
                 FROM (SELECT p.id FROM deliveries p JOIN subscriptions s ON s.id = p.subscription_id
@@ -128,8 +128,6 @@ extension PostgresEventStore: DeliveryStore {
                 RETURNING d.id
                 """, logger: logger)
             return try await rows.collect().count
-        } catch {
-            throw StoreError.wrap(error)
         }
     }
 
@@ -156,7 +154,7 @@ extension PostgresEventStore: DeliveryStore {
         """
 
     public func deliveries(eventID: String) async throws -> [DeliveryRecord] {
-        do {
+        try await wrapped {
             var records: [Int64: DeliveryRecord] = [:]
             var order: [Int64] = []
             var binds = PostgresBindings(capacity: 1)
@@ -175,8 +173,6 @@ extension PostgresEventStore: DeliveryStore {
                 records[try row.int64(6)]?.attempts.append(try DeliveryAttempt(row: row))
             }
             return order.compactMap { records[$0] }
-        } catch {
-            throw StoreError.wrap(error)
         }
     }
 }

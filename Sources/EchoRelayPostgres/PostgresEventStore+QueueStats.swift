@@ -3,7 +3,7 @@ import PostgresNIO
 
 extension PostgresEventStore: QueueStatsStore {
     public func queueStats() async throws -> [QueueStats] {
-        do {
+        try await wrapped {
             // Counted up to a bound, and the oldest due item read from the front of the claim's
             // index: the cost of a scrape does not grow with the queues.
             let cap = QueueStats.depthCountedUpTo
@@ -22,13 +22,11 @@ extension PostgresEventStore: QueueStatsStore {
                 stats.append(QueueStats(kind: kind, depth: depth, oldestDueAge: max(age ?? 0, 0)))
             }
             return stats
-        } catch {
-            throw StoreError.wrap(error)
         }
     }
 
     public func subscriptionHealth() async throws -> [SubscriptionHealth] {
-        do {
+        try await wrapped {
             // The oldest due delivery by deliveries_due (subscription_id, due_at): one probe
             // a subscription. A leased delivery's due_at is its lease's end, so webhooks in
             // flight do not count as waiting.
@@ -52,8 +50,6 @@ extension PostgresEventStore: QueueStatsStore {
                                                  failingFor: max(failing, 0), oldestDueAge: max(due, 0)))
             }
             return health
-        } catch {
-            throw StoreError.wrap(error)
         }
     }
 }

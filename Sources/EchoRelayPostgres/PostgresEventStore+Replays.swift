@@ -67,7 +67,7 @@ extension PostgresEventStore: ReplayStore {
         """
 
     public func countReplay(_ filter: ReplayFilter) async throws -> Int {
-        do {
+        try await wrapped {
             let filterText = String(decoding: filter.json.canonicalEncoding(), as: UTF8.self)
             let rows = try await client.query("""
                 WITH f AS (SELECT \(filterText)::jsonb AS filter)
@@ -75,8 +75,6 @@ extension PostgresEventStore: ReplayStore {
                 """, logger: logger)
             for try await count in rows.decode(Int64.self) { return Int(count) }
             return 0
-        } catch {
-            throw StoreError.wrap(error)
         }
     }
 
@@ -167,7 +165,7 @@ extension PostgresEventStore: ReplayStore {
         """
 
     public func countRecovery(_ recovery: Recovery) async throws -> Int? {
-        do {
+        try await wrapped {
             let filterText = String(decoding: recovery.json.canonicalEncoding(), as: UTF8.self)
             let rows = try await client.query("""
                 WITH f AS (SELECT \(filterText)::jsonb AS filter, now() AS bound)
@@ -176,8 +174,6 @@ extension PostgresEventStore: ReplayStore {
                 """, logger: logger)
             for try await (found, count) in rows.decode((Int64, Int64).self) { return found == 0 ? nil : Int(count) }
             return nil
-        } catch {
-            throw StoreError.wrap(error)
         }
     }
 
@@ -236,17 +232,12 @@ extension PostgresEventStore: ReplayStore {
     }
 
     public func replay(id: String) async throws -> Replay? {
-        do {
-            let rows = try await client.query("""
-                SELECT \(unescaped: Replay.columns)
-                FROM replays r LEFT JOIN deliveries d ON d.replay_id = r.id
-                WHERE r.id = \(id)
-                GROUP BY r.id
-                """, logger: logger)
-            return try await rows.storeRows().first.map(Replay.init(row:))
-        } catch {
-            throw StoreError.wrap(error)
-        }
+        try await rows("""
+            SELECT \(unescaped: Replay.columns)
+            FROM replays r LEFT JOIN deliveries d ON d.replay_id = r.id
+            WHERE r.id = \(id)
+            GROUP BY r.id
+            """, Replay.init(row:)).first
     }
 
     public func cancelReplay(id: String, actor: Principal, reason: String) async throws -> Replay? {
@@ -317,32 +308,25 @@ extension PostgresEventStore: AuditStore {
     }
 
     public func recordAudit(actor: Principal, action: String, target: String?, filter: JSONValue?, matched: Int?, reason: String?) async throws {
-        do {
+        try await wrapped {
             try await client.withConnection { connection in
                 try await Self.audit(on: connection, logger: logger, actor: actor, action: action, target: target,
                                      filter: filter, matched: matched, reason: reason)
             }
-        } catch {
-            throw StoreError.wrap(error)
         }
     }
 
     public func auditEntries(_ query: AuditQuery) async throws -> [AuditEntry] {
-        do {
-            let rows = try await client.query("""
-                SELECT \(unescaped: AuditEntry.columns)
-                FROM audit_log
-                WHERE (\(query.action)::text IS NULL OR action = \(query.action))
-                  AND (\(query.actorName)::text IS NULL OR actor_name = \(query.actorName))
-                  AND (\(query.target)::text IS NULL OR target = \(query.target))
-                  AND (\(query.since)::timestamptz IS NULL OR at >= \(query.since))
-                  AND (\(query.until)::timestamptz IS NULL OR at < \(query.until))
-                  AND (\(query.beforeID)::bigint IS NULL OR id < \(query.beforeID))
-                ORDER BY id DESC LIMIT \(query.limit)
-                """, logger: logger)
-            return try await rows.storeRows().map(AuditEntry.init(row:))
-        } catch {
-            throw StoreError.wrap(error)
-        }
+        try await rows("""
+            SELECT \(unescaped: AuditEntry.columns)
+            FROM audit_log
+            WHERE (\(query.action)::text IS NULL OR action = \(query.action))
+              AND (\(query.actorName)::text IS NULL OR actor_name = \(query.actorName))
+              AND (\(query.target)::text IS NULL OR target = \(query.target))
+              AND (\(query.since)::timestamptz IS NULL OR at >= \(query.since))
+              AND (\(query.until)::timestamptz IS NULL OR at < \(query.until))
+              AND (\(query.beforeID)::bigint IS NULL OR id < \(query.beforeID))
+            ORDER BY id DESC LIMIT \(query.limit)
+            """, AuditEntry.init(row:))
     }
 }

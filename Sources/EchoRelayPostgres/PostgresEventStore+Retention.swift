@@ -80,7 +80,7 @@ extension PostgresEventStore: RetentionStore {
     }
 
     public func pruneTestDeliveries(before cutoff: Date, limit: Int, dryRun: Bool) async throws -> Int {
-        do {
+        try await wrapped {
             let rows = dryRun
                 ? try await client.query("SELECT count(*) FROM test_deliveries WHERE started_at < \(cutoff)", logger: logger)
                 : try await client.query("""
@@ -92,8 +92,6 @@ extension PostgresEventStore: RetentionStore {
                     """, logger: logger)
             for try await count in rows.decode(Int64.self) { return Int(count) }
             return 0
-        } catch {
-            throw StoreError.wrap(error)
         }
     }
 }

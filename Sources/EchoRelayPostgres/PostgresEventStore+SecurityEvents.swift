@@ -55,27 +55,18 @@ extension PostgresEventStore: SecurityEventStore {
     }
 
     public func securityEvents(disposition: SecurityEventDisposition?, before: Int64?, limit: Int) async throws -> [SecurityEventRecord] {
-        do {
-            let rows = try await client.query("""
-                SELECT \(unescaped: SecurityEventRecord.columns) FROM security_events
-                WHERE (\(disposition?.rawValue)::text IS NULL OR disposition = \(disposition?.rawValue))
-                  AND (\(before)::int8 IS NULL OR number < \(before))
-                ORDER BY number DESC LIMIT \(limit)
-                """, logger: logger)
-            return try await rows.storeRows().map(SecurityEventRecord.init(row:))
-        } catch {
-            throw StoreError.wrap(error)
-        }
+        try await rows("""
+            SELECT \(unescaped: SecurityEventRecord.columns) FROM security_events
+            WHERE (\(disposition?.rawValue)::text IS NULL OR disposition = \(disposition?.rawValue))
+              AND (\(before)::int8 IS NULL OR number < \(before))
+            ORDER BY number DESC LIMIT \(limit)
+            """, SecurityEventRecord.init(row:))
     }
 
     public func securityEvent(eventID: String) async throws -> SecurityEventRecord? {
-        do {
-            let rows = try await client.query(
-                "SELECT \(unescaped: SecurityEventRecord.columns) FROM security_events WHERE event_id = \(eventID)", logger: logger
-            )
-            return try await rows.storeRows().first.map(SecurityEventRecord.init(row:))
-        } catch {
-            throw StoreError.wrap(error)
-        }
+        try await rows(
+            "SELECT \(unescaped: SecurityEventRecord.columns) FROM security_events WHERE event_id = \(eventID)",
+            SecurityEventRecord.init(row:)
+        ).first
     }
 }

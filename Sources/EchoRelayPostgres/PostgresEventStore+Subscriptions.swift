@@ -3,24 +3,16 @@ import Foundation
 import PostgresNIO
 
 extension PostgresEventStore: SubscriptionStore {
-    private func oneSubscription(_ query: PostgresQuery) async throws -> Subscription? {
-        do {
-            return try await client.query(query, logger: logger).storeRows().first.map(Subscription.init(row:))
-        } catch {
-            throw StoreError.wrap(error)
-        }
-    }
-
     public func createSubscription(_ fields: SubscriptionFields, ownerTokenID: String?, secret: String) async throws -> Subscription {
         let id = "sub_" + RandomID.make()
         let types = (fields.eventTypes ?? []).map(\.rawValue)
         let description = fields.description ?? nil
         let stored = try SecretSealer.stored(secret, subscriptionID: id, with: sealer)
-        let created = try await oneSubscription("""
+        let created = try await rows("""
             INSERT INTO subscriptions (id, owner_token_id, url, event_types, description, ordered, secret)
             VALUES (\(id), \(ownerTokenID), \(fields.url ?? ""), \(types), \(description), \(fields.ordered ?? true), \(stored))
             RETURNING \(unescaped: Subscription.columns)
-            """)
+            """, Subscription.init(row:)).first
         guard let created else { throw StoreError.unexpected("insert returned no row") }
         return created
     }
@@ -32,33 +24,28 @@ extension PostgresEventStore: SubscriptionStore {
                   text.hasPrefix("s:"), let seq = Int64(text.dropFirst(2)) else { throw SubscriptionCursorError.invalid }
             after = seq
         }
-        do {
-            let rows = try await client.query("""
-                SELECT \(unescaped: Subscription.columns) FROM subscriptions
-                WHERE deleted_at IS NULL AND seq > \(after) AND (\(owner)::text IS NULL OR owner_token_id = \(owner))
-                ORDER BY seq LIMIT \(limit + 1)
-                """, logger: logger)
-            let page = try await rows.storeRows().map { (try Subscription(row: $0), try $0.int64(12)) }
-            let hasMore = page.count > limit
-            let items = Array(page.prefix(limit))
-            let next = hasMore ? items.last.map { Data("s:\($0.1)".utf8).base64EncodedString() } : nil
-            return SubscriptionPage(subscriptions: items.map(\.0), nextCursor: next)
-        } catch {
-            throw StoreError.wrap(error)
-        }
+        let page = try await rows("""
+            SELECT \(unescaped: Subscription.columns) FROM subscriptions
+            WHERE deleted_at IS NULL AND seq > \(after) AND (\(owner)::text IS NULL OR owner_token_id = \(owner))
+            ORDER BY seq LIMIT \(limit + 1)
+            """) { (try Subscription(row: $0), try $0.int64(12)) }
+        let hasMore = page.count > limit
+        let items = Array(page.prefix(limit))
+        let next = hasMore ? items.last.map { Data("s:\($0.1)".utf8).base64EncodedString() } : nil
+        return SubscriptionPage(subscriptions: items.map(\.0), nextCursor: next)
     }
 
     public func subscription(id: String) async throws -> Subscription? {
-        try await oneSubscription("""
+        try await rows("""
             SELECT \(unescaped: Subscription.columns) FROM subscriptions WHERE id = \(id) AND deleted_at IS NULL
-            """)
+            """, Subscription.init(row:)).first
     }
 
     public func updateSubscription(id: String, _ fields: SubscriptionFields) async throws -> Subscription? {
         let types = fields.eventTypes?.map(\.rawValue)
         let setDescription = fields.description != nil
         let description = fields.description ?? nil
-        return try await oneSubscription("""
+        return try await rows("""
             UPDATE subscriptions
             SET url = coalesce(\(fields.url), url),
                 event_types = coalesce(\(types), event_types),
@@ -67,7 +54,7 @@ extension PostgresEventStore: SubscriptionStore {
                 updated_at = now()
             WHERE id = \(id) AND deleted_at IS NULL
             RETURNING \(unescaped: Subscription.columns)
-            """)
+            """, Subscription.init(row:)).first
     }
 
     public func deleteSubscription(id: String) async throws -> Bool {
@@ -95,25 +82,25 @@ extension PostgresEventStore: SubscriptionStore {
     }
 
     public func setSubscriptionEnabled(id: String, _ enabled: Bool, reason: String?) async throws -> Subscription? {
-        try await oneSubscription("""
+        try await rows("""
             UPDATE subscriptions
             SET enabled = \(enabled), disabled_reason = CASE WHEN \(enabled) THEN NULL ELSE \(reason) END,
                 failing_since = CASE WHEN \(enabled) THEN NULL ELSE failing_since END, updated_at = now()
             WHERE id = \(id) AND deleted_at IS NULL
             RETURNING \(unescaped: Subscription.columns)
-            """)
+            """, Subscription.init(row:)).first
     }
 
     public func rotateSubscriptionSecret(id: String, newSecret: String, overlap: Duration) async throws -> Subscription? {
         // The previous secret moves as it is stored: sealed or not, it belongs to the same row.
         let stored = try SecretSealer.stored(newSecret, subscriptionID: id, with: sealer)
-        return try await oneSubscription("""
+        return try await rows("""
             UPDATE subscriptions
             SET previous_secret = secret, previous_secret_expires_at = now() + make_interval(secs => \(overlap.seconds)),
                 secret = \(stored), updated_at = now()
             WHERE id = \(id) AND deleted_at IS NULL
             RETURNING \(unescaped: Subscription.columns)
-            """)
+            """, Subscription.init(row:)).first
     }
 }
 

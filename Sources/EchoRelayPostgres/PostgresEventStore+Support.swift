@@ -3,7 +3,7 @@ import PostgresNIO
 
 extension PostgresEventStore: TimelineStore {
     public func timeline(_ query: TimelineQuery) async throws -> [TimelineEntry] {
-        do {
+        try await wrapped {
             var binds = PostgresBindings(capacity: 7)
             binds.append(query.userID)
             binds.append(query.types?.map(\.rawValue))
@@ -13,13 +13,11 @@ extension PostgresEventStore: TimelineStore {
             binds.append(query.beforeSequence)
             binds.append(query.limit)
             return try await Self.entries(client.query(PostgresQuery(unsafeSQL: Self.timelineSQL, binds: binds), logger: logger))
-        } catch {
-            throw StoreError.wrap(error)
         }
     }
 
     public func recentEvents(_ query: RecentEventsQuery) async throws -> [TimelineEntry] {
-        do {
+        try await wrapped {
             var binds = PostgresBindings(capacity: 9)
             binds.append(query.types?.map(\.rawValue))
             binds.append(query.statuses?.map(\.rawValue))
@@ -31,8 +29,6 @@ extension PostgresEventStore: TimelineStore {
             binds.append(query.before?.eventID)
             binds.append(query.limit)
             return try await Self.entries(client.query(PostgresQuery(unsafeSQL: Self.recentEventsSQL, binds: binds), logger: logger))
-        } catch {
-            throw StoreError.wrap(error)
         }
     }
 
@@ -110,25 +106,20 @@ extension PostgresEventStore: TimelineStore {
 
 extension PostgresEventStore: DeadLetterStore {
     public func deadLetters(_ filter: DeadLetterFilter, beforeID: Int64?, limit: Int) async throws -> [DeadLetter] {
-        do {
-            let rows = try await client.query("""
-                SELECT \(unescaped: DeadLetter.columns), a.status_code, a.error
-                FROM deliveries d
-                JOIN events e ON e.id = d.event_id
-                LEFT JOIN LATERAL (SELECT status_code, error FROM delivery_attempts
-                                   WHERE delivery_id = d.id ORDER BY id DESC LIMIT 1) a ON true
-                WHERE d.status = 'dead'
-                  AND (\(filter.subscriptionID)::text IS NULL OR d.subscription_id = \(filter.subscriptionID))
-                  AND (\(filter.since)::timestamptz IS NULL OR e.received_at >= \(filter.since))
-                  AND (\(filter.until)::timestamptz IS NULL OR e.received_at < \(filter.until))
-                  AND (\(beforeID)::bigint IS NULL OR d.id < \(beforeID))
-                ORDER BY d.id DESC
-                LIMIT \(limit)
-                """, logger: logger)
-            return try await rows.storeRows().map(DeadLetter.init(row:))
-        } catch {
-            throw StoreError.wrap(error)
-        }
+        try await rows("""
+            SELECT \(unescaped: DeadLetter.columns), a.status_code, a.error
+            FROM deliveries d
+            JOIN events e ON e.id = d.event_id
+            LEFT JOIN LATERAL (SELECT status_code, error FROM delivery_attempts
+                               WHERE delivery_id = d.id ORDER BY id DESC LIMIT 1) a ON true
+            WHERE d.status = 'dead'
+              AND (\(filter.subscriptionID)::text IS NULL OR d.subscription_id = \(filter.subscriptionID))
+              AND (\(filter.since)::timestamptz IS NULL OR e.received_at >= \(filter.since))
+              AND (\(filter.until)::timestamptz IS NULL OR e.received_at < \(filter.until))
+              AND (\(beforeID)::bigint IS NULL OR d.id < \(beforeID))
+            ORDER BY d.id DESC
+            LIMIT \(limit)
+            """, DeadLetter.init(row:))
     }
 
     public func redriveDeadLetters(_ filter: DeadLetterFilter, dryRun: Bool, actor: Principal, reason: String) async throws -> Int {

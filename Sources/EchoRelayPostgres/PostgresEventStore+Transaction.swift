@@ -18,6 +18,23 @@ extension PostgresEventStore {
             throw StoreError.wrap(error)
         }
     }
+
+    /// Runs `body` — a statement or a few, outside a transaction — with its database errors
+    /// as `StoreError`s, a lost connection as `.unavailable`. A domain error is thrown before
+    /// it, so that it is not wrapped.
+    @discardableResult
+    func wrapped<T>(_ body: () async throws -> T) async throws -> T {
+        do {
+            return try await body()
+        } catch {
+            throw StoreError.wrap(error)
+        }
+    }
+
+    /// The rows of one query, each read by `decode`, with the errors of `wrapped`.
+    func rows<T>(_ query: PostgresQuery, _ decode: (PostgresStoreRow) throws -> T) async throws -> [T] {
+        try await wrapped { try await client.query(query, logger: logger).storeRows().map(decode) }
+    }
 }
 
 extension AsyncSequence {

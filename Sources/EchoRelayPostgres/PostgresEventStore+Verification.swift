@@ -119,12 +119,7 @@ extension PostgresEventStore {
     }
 
     public func user(id: String) async throws -> UserState? {
-        do {
-            let rows = try await client.query("SELECT \(unescaped: UserState.columns) FROM users WHERE user_id = \(id)", logger: logger)
-            return try await rows.storeRows().first.map(UserState.init(row:))
-        } catch {
-            throw StoreError.wrap(error)
-        }
+        try await rows("SELECT \(unescaped: UserState.columns) FROM users WHERE user_id = \(id)", UserState.init(row:)).first
     }
 }
 

@@ -203,14 +203,9 @@ public struct PostgresEventStore: EventStore {
     }
 
     public func event(id: String) async throws -> StoredEvent? {
-        do {
-            let rows = try await client.query("""
-                SELECT \(unescaped: StoredEvent.columns) FROM events e WHERE e.id = \(id)
-                """, logger: logger)
-            return try await rows.storeRows().first.map(StoredEvent.init(row:))
-        } catch {
-            throw StoreError.wrap(error)
-        }
+        try await rows("""
+            SELECT \(unescaped: StoredEvent.columns) FROM events e WHERE e.id = \(id)
+            """, StoredEvent.init(row:)).first
     }
 
     public func readiness() async -> Readiness {
