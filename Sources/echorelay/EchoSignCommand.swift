@@ -109,16 +109,12 @@ struct EchoSignCommand: ParsableCommand {
             includeVersion: !noVersion
         )
         if serviceProvider.lowercased().hasPrefix("http://") {
-            FileHandle.standardError.write(Data(
-                "warning: EchoRelay re-verifies over plain http only when that is allowed for local testing\n".utf8
-            ))
+            writeToStandardError("warning: EchoRelay re-verifies over plain http only when that is allowed for local testing")
         }
 
         if json {
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
             let echo = ["service_provider": serviceProvider, "authorization": authorization]
-            print(String(decoding: try encoder.encode(echo), as: UTF8.self))
+            print(String(decoding: try canonicalJSON(echo), as: UTF8.self))
         } else {
             print("X-Auth-Service-Provider: \(serviceProvider)")
             print("X-Verify-Credentials-Authorization: \(authorization)")

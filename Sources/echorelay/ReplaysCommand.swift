@@ -157,7 +157,7 @@ extension API.Replay {
     /// The replay as `replays show` prints it (and the answers of a bulk replay and a cancel).
     var text: String {
         var filterText = "-"
-        if let filter, filter != .null, let encoded = try? Self.canonical.encode(filter) {
+        if let filter, filter != .null, let encoded = try? canonicalJSON(filter) {
             filterText = String(decoding: encoded, as: UTF8.self)
         }
         return TextOutput.block([
@@ -168,10 +168,4 @@ extension API.Replay {
             ("created at", created_at), ("finished at", TextOutput.orDash(finished_at)),
         ])
     }
-
-    private static let canonical: JSONEncoder = {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return encoder
-    }()
 }

@@ -90,13 +90,11 @@ struct TokensCommand: AsyncParsableCommand {
         }
 
         static func json(_ records: [AccessTokenRecord]) throws -> String {
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
             let rows = records.map {
                 TokenListRow(id: $0.id, name: $0.name, role: $0.role.rawValue, created_at: RFC3339.format($0.createdAt),
                              revoked_at: $0.revokedAt.map(RFC3339.format))
             }
-            return String(decoding: try encoder.encode(rows), as: UTF8.self)
+            return String(decoding: try canonicalJSON(rows), as: UTF8.self)
         }
     }
 

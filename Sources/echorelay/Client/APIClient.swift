@@ -37,16 +37,7 @@ struct APIClient: Sendable {
         configuration.connectionPool.retryConnectionEstablishment = false
         configuration.redirectConfiguration = .disallow
         configuration.timeout.connect = .seconds(10)
-        let http = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
-        let result: Result
-        do {
-            result = try await body(http)
-        } catch {
-            try? await http.shutdown()
-            throw error
-        }
-        try await http.shutdown()
-        return result
+        return try await HTTPClient.withHTTPClient(configuration: configuration, body)
     }
 
     func get(_ path: [String], query: [(String, String)] = []) async throws(ClientError) -> APIAnswer {
@@ -54,11 +45,9 @@ struct APIClient: Sendable {
     }
 
     func post(_ path: [String], body: some Encodable) async throws(ClientError) -> APIAnswer {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         let bytes: Data
         do {
-            bytes = try encoder.encode(body)
+            bytes = try canonicalJSON(body)
         } catch {
             // Not the error itself: an encoding error can quote a value, and a body may hold echo credentials.
             throw ClientError("could not encode the request body as JSON (\(type(of: error)))")

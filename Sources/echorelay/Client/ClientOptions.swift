@@ -118,6 +118,14 @@ func writeToStandardError(_ text: String) {
     FileHandle.standardError.write(Data((text.hasSuffix("\n") ? text : text + "\n").utf8))
 }
 
+/// JSON as EchoRelay writes it (as `JSONValue.canonicalEncoding()` does): keys sorted,
+/// slashes not escaped.
+func canonicalJSON(_ value: some Encodable) throws -> Data {
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+    return try encoder.encode(value)
+}
+
 /// Prints a JSON answer on standard output as it came (one trailing newline at most).
 func printJSON(_ body: Data) {
     var text = String(decoding: body, as: UTF8.self)
