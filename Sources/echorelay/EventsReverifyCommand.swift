@@ -111,27 +111,20 @@ enum EchoFile {
             throw ClientError("the echo \(source) must be a JSON object, not \(document.typeName)", hint: hint)
         }
         var problems: [(field: String, reason: String)] = []
-        var serviceProvider: String?
-        switch object["service_provider"] {
-        case .string(let url)?:
-            if let problem = EventFieldRules.serviceProviderProblem(url) {
-                problems.append(("service_provider", problem))
-            } else {
-                serviceProvider = url
+        /// The string in `field`, or nil with its problem noted (`problem` checks the string).
+        func string(_ field: String, _ problem: (String) -> String?) -> String? {
+            switch object[field] {
+            case .string(let text)?:
+                guard let reason = problem(text) else { return text }
+                problems.append((field, reason))
+            case nil, .null?: problems.append((field, "is missing"))
+            case let other?: problems.append((field, "must be a string, not \(other.typeName)"))
             }
-        case nil, .null?: problems.append(("service_provider", "is missing"))
-        case let other?: problems.append(("service_provider", "must be a string, not \(other.typeName)"))
+            return nil
         }
-        var authorization: String?
-        switch object["authorization"] {
-        case .string(let header)?:
-            if header.hasPrefix("OAuth ") {
-                authorization = header
-            } else {
-                problems.append(("authorization", "must be an OAuth 1.0a header starting with \"OAuth \""))
-            }
-        case nil, .null?: problems.append(("authorization", "is missing"))
-        case let other?: problems.append(("authorization", "must be a string, not \(other.typeName)"))
+        let serviceProvider = string("service_provider", EventFieldRules.serviceProviderProblem)
+        let authorization = string("authorization") { header in
+            header.hasPrefix("OAuth ") ? nil : "must be an OAuth 1.0a header starting with \"OAuth \""
         }
         for name in object.keys.sorted() where name != "service_provider" && name != "authorization" {
             problems.append((TextOutput.shortened(name, to: 40), "is not a field of an echo object"))
