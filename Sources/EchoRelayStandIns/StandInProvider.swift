@@ -70,11 +70,8 @@ public final class StandInProvider: Sendable {
         state.withLock { $0.consumers[key] = secret }
     }
 
+    /// Adds the account, or changes the phone number of one already added.
     public func addAccount(userID: String, phoneNumber: String?) {
-        state.withLock { $0.accounts[userID] = phoneNumber }
-    }
-
-    public func setPhoneNumber(_ phoneNumber: String?, for userID: String) {
         state.withLock { $0.accounts[userID] = phoneNumber }
     }
 

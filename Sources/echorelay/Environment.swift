@@ -111,27 +111,22 @@ enum Setting {
         (text(flag, setting) ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
             .filter { !$0.isEmpty }
     }
-
-    /// Where the data lives: `postgres://…`, `sqlite:PATH`, or unset for `echorelay.sqlite`
-    /// in the working folder.
-    static func database(_ flag: String?) throws -> DatabaseLocation {
-        try DatabaseLocation.parse(value(flag, ServeSettings.databaseURL.variable).map(Secret.init))
-    }
 }
 
-/// Logging options shared by every command that talks to a database or serves.
 /// `--database-url` for the commands that work on the database directly, with `serve`'s
 /// help, environment variable and default (`ServeSettings.databaseURL`).
 struct DatabaseOption: ParsableArguments {
     @Option(name: .customLong(ServeSettings.databaseURL.flag), help: ServeSettings.databaseURL.argumentHelp)
     var databaseURL: String?
 
-    /// Where the flag, else `ECHORELAY_DATABASE_URL`, else the embedded default points.
+    /// Where the data lives: `postgres://…`, `sqlite:PATH`, or unset for `echorelay.sqlite` in
+    /// the working folder (the flag, else `ECHORELAY_DATABASE_URL`, else that default).
     func location() throws -> DatabaseLocation {
-        try Setting.database(databaseURL)
+        try DatabaseLocation.parse(Setting.value(databaseURL, ServeSettings.databaseURL.variable).map(Secret.init))
     }
 }
 
+/// Logging options shared by every command that talks to a database or serves.
 struct LoggingOptions: ParsableArguments {
     @Option(name: .customLong(ServeSettings.logLevel.flag), help: ServeSettings.logLevel.argumentHelp)
     var logLevel: String?

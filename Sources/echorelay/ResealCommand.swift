@@ -64,7 +64,6 @@ struct ResealCommand: AsyncParsableCommand {
         } catch let error as SecretSealerError {
             throw TokensCommandError("\(error.description); nothing was changed")
         }
-        let noun = changed == 1 ? "subscription" : "subscriptions"
-        print("resealed \(changed) \(noun) with key \(sealer.sealingKeyID)")
+        print("resealed \(TextOutput.count(changed, "subscription", "subscriptions")) with key \(sealer.sealingKeyID)")
     }
 }

@@ -25,7 +25,7 @@ import TestSupport
                 subscriber.setSecrets([try #require(subscription["secret"] as? String)])
                 let session = try f.session("100", phone: "+15555550100")
                 try await f.pushVerified("token.rotated", userID: "100", session: session)
-                f.provider.setPhoneNumber("+15555550101", for: "100")
+                f.provider.addAccount(userID: "100", phoneNumber: "+15555550101")
                 let changed = try await f.pushVerified("phone.changed", userID: "100", phone: "+15555550101", session: session)
 
                 let received = try await subscriber.waitForDeliveries(count: 2, within: .seconds(20))

@@ -259,7 +259,7 @@ struct DemoTour: Sendable {
         }
         for userID in userIDs {
             let phone = Self.randomPhoneNumber()
-            provider.setPhoneNumber(phone, for: userID)
+            provider.addAccount(userID: userID, phoneNumber: phone)
             _ = try await push(.phoneChanged, sessions[userID]!, data: ["phone_number": phone],
                                note: "the provider changed the phone number to \(phone) first")
         }

@@ -137,8 +137,6 @@ final class DemoInterruptHandler: @unchecked Sendable {
                 return !fired
             }
         }
-
-        var isSet: Bool { value.withLock { $0 } }
     }
 
     init(_ onInterrupt: @escaping @Sendable () -> Void) {
@@ -157,8 +155,6 @@ final class DemoInterruptHandler: @unchecked Sendable {
         }
         self.sources = sources
     }
-
-    var interrupted: Bool { fired.isSet }
 
     func remove() {
         for source in sources { source.cancel() }
