@@ -19,9 +19,7 @@ struct AuditController<Context: RequestContext>: Sendable {
                                since: reader.time("since"), until: reader.time("until"))
         reader.checkRange(since: query.since, until: query.until)
         query.beforeID = reader.cursor()
-        let limit = reader.limit()
-        try reader.finish()
-        let page = try await PageCut.fetch(limit: limit) { rows in
+        let page = try await reader.page { rows in
             query.limit = rows
             return try await store.auditEntries(query)
         }

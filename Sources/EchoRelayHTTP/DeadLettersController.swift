@@ -22,9 +22,7 @@ struct DeadLettersController<Context: RequestContext>: Sendable {
                                       until: reader.time("until"))
         reader.checkRange(since: filter.since, until: filter.until)
         let cursor = reader.cursor()
-        let limit = reader.limit()
-        try reader.finish()
-        let page = try await PageCut.fetch(limit: limit) { try await store.deadLetters(filter, beforeID: cursor, limit: $0) }
+        let page = try await reader.page { try await store.deadLetters(filter, beforeID: cursor, limit: $0) }
         return try JSONResponse.make(API.DeadLetterList(page, item: API.DeadLetter.init) { String($0.deliveryID) })
     }
 

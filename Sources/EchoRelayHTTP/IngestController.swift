@@ -78,10 +78,7 @@ struct IngestController<Context: RequestContext>: Sendable {
         } catch .malformed(let reason) {
             throw Problem(.badRequest, slug: "malformed-body", title: "Malformed body", detail: reason)
         } catch .invalidFields(let problems) {
-            throw Problem(
-                .unprocessableContent, slug: "invalid-event", title: "Invalid event",
-                detail: problems.map(\.description).joined(separator: "; "), errors: problems
-            )
+            throw Problem(.unprocessableContent, slug: "invalid-event", title: "Invalid event", fields: problems)
         }
 
         type = event.type

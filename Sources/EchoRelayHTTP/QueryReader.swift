@@ -129,9 +129,15 @@ struct QueryReader {
 
     func finish() throws {
         guard problems.isEmpty else {
-            throw Problem(.badRequest, slug: "invalid-query", title: "Invalid query",
-                          detail: problems.map(\.description).joined(separator: "; "), errors: problems)
+            throw Problem(.badRequest, slug: "invalid-query", title: "Invalid query", fields: problems)
         }
+    }
+
+    /// Reads `limit` (the last parameter), `finish`es, and fetches that page of `rows`.
+    mutating func page<Row>(_ rows: (Int) async throws -> [Row]) async throws -> PageCut<Row> {
+        let limit = limit()
+        try finish()
+        return try await PageCut.fetch(limit: limit, rows)
     }
 }
 
@@ -144,8 +150,7 @@ func supportBody<Body>(_ request: Request, _ parse: ([UInt8]) throws(EventParseE
     } catch .malformed(let reason) {
         throw Problem(.badRequest, slug: "malformed-body", title: "Malformed body", detail: reason)
     } catch .invalidFields(let problems) {
-        throw Problem(.unprocessableContent, slug: "invalid-request", title: "Invalid request",
-                      detail: problems.map(\.description).joined(separator: "; "), errors: problems)
+        throw Problem(.unprocessableContent, slug: "invalid-request", title: "Invalid request", fields: problems)
     }
 }
 

@@ -113,14 +113,12 @@ struct SecurityEventsController<Context: RequestContext>: Sendable {
         let disposition = reader.list("disposition", expected: "event, verification, ignored or unmatched",
                                       SecurityEventDisposition.init(rawValue:))
         let before = reader.cursor()
-        let limit = reader.limit()
-        try reader.finish()
-        guard (disposition?.count ?? 0) <= 1 else {
-            let problem = FieldProblem(field: "disposition", reason: "give one disposition at most")
-            throw Problem(.badRequest, slug: "invalid-query", title: "Invalid query", detail: problem.description, errors: [problem])
-        }
-        let page = try await PageCut.fetch(limit: limit) { rows in
-            try await store.securityEvents(disposition: disposition?.first, before: before, limit: rows)
+        let page = try await reader.page { rows in
+            guard (disposition?.count ?? 0) <= 1 else {
+                throw Problem(.badRequest, slug: "invalid-query", title: "Invalid query",
+                              fields: [FieldProblem(field: "disposition", reason: "give one disposition at most")])
+            }
+            return try await store.securityEvents(disposition: disposition?.first, before: before, limit: rows)
         }
         return try JSONResponse.make(API.SecurityEventList(page, item: API.SecurityEvent.init) { String($0.number) })
     }

@@ -58,9 +58,7 @@ struct SubscriptionDeliveriesController<Context: RequestContext>: Sendable {
         )
         reader.checkRange(since: filter.since, until: filter.until)
         let cursor = reader.cursor()
-        let limit = reader.limit()
-        try reader.finish()
-        let page = try await PageCut.fetch(limit: limit) {
+        let page = try await reader.page {
             try await store.subscriptionDeliveries(subscriptionID: subscription.id, filter, beforeID: cursor, limit: $0)
         }
         return try JSONResponse.make(API.SubscriptionDeliveryList(page, item: API.SubscriptionDelivery.init) { String($0.id) })

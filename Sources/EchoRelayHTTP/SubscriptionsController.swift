@@ -128,7 +128,7 @@ struct SubscriptionsController<Context: RequestContext>: Sendable {
         case .success(let normalized): return normalized
         case .failure(let problem):
             throw Problem(.unprocessableContent, slug: "invalid-subscription", title: "Invalid subscription",
-                          detail: "url: \(problem.reason)", errors: [FieldProblem(field: "url", reason: problem.reason)])
+                          fields: [FieldProblem(field: "url", reason: problem.reason)])
         }
     }
 }
@@ -185,8 +185,7 @@ enum SubscriptionInput {
         }
 
         guard problems.isEmpty else {
-            throw Problem(.unprocessableContent, slug: "invalid-subscription", title: "Invalid subscription",
-                          detail: problems.map(\.description).joined(separator: "; "), errors: problems)
+            throw Problem(.unprocessableContent, slug: "invalid-subscription", title: "Invalid subscription", fields: problems)
         }
         return fields
     }

@@ -44,9 +44,7 @@ struct SupportController<Context: RequestContext>: Sendable {
         query.until = reader.time("until")
         reader.checkRange(since: query.since, until: query.until)
         query.beforeSequence = reader.cursor()
-        let limit = reader.limit()
-        try reader.finish()
-        let page = try await PageCut.fetch(limit: limit) { rows in
+        let page = try await reader.page { rows in
             query.limit = rows
             return try await store.timeline(query)
         }
@@ -59,9 +57,7 @@ struct SupportController<Context: RequestContext>: Sendable {
         try await authorizer.require(request, roles: .staff)
         var reader = QueryReader(request)
         var query = reader.recentEvents()
-        let limit = reader.limit()
-        try reader.finish()
-        let page = try await PageCut.fetch(limit: limit) { rows in
+        let page = try await reader.page { rows in
             query.limit = rows
             return try await store.recentEvents(query)
         }
@@ -125,7 +121,7 @@ extension Problem {
         case .unknownSubscriptions(let ids):
             let reason = "no subscription that wants this event's type has the id " + ids.map { "\"\($0)\"" }.joined(separator: ", ")
             self.init(.unprocessableContent, slug: "invalid-request", title: "Invalid request",
-                      detail: "subscription_ids: \(reason)", errors: [FieldProblem(field: "subscription_ids", reason: reason)])
+                      fields: [FieldProblem(field: "subscription_ids", reason: reason)])
         case .finished(let state):
             self.init(.conflict, slug: "replay-finished", title: "Replay finished",
                       detail: "replay \"\(replayID ?? "")\" is already \(state.rawValue)")

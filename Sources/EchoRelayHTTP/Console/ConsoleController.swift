@@ -243,9 +243,7 @@ struct ConsoleController<Context: RequestContext>: Sendable {
         await signedIn(request, context: context) { signed in
             var reader = QueryReader(request, emptyIsAbsent: true)
             var query = reader.recentEvents()
-            let limit = reader.limit()
-            try reader.finish()
-            let entries = try await PageCut.fetch(limit: limit) { rows in
+            let entries = try await reader.page { rows in
                 query.limit = rows
                 return try await store.recentEvents(query)
             }
@@ -316,9 +314,7 @@ struct ConsoleController<Context: RequestContext>: Sendable {
             var filter = DeadLetterFilter()
             filter.subscriptionID = reader.string("subscription_id")
             let cursor: Int64? = reader.cursor()
-            let limit = reader.limit()
-            try reader.finish()
-            let letters = try await PageCut.fetch(limit: limit) { try await store.deadLetters(filter, beforeID: cursor, limit: $0) }
+            let letters = try await reader.page { try await store.deadLetters(filter, beforeID: cursor, limit: $0) }
             let names = SubscriptionNames(try await allSubscriptions())
             let now = now()
             let older = letters.cursorRow.map { last in
@@ -353,9 +349,7 @@ struct ConsoleController<Context: RequestContext>: Sendable {
             var reader = QueryReader(request)
             var query = AuditQuery(action: reader.string("action"), target: reader.string("target"))
             query.beforeID = reader.cursor()
-            let limit = reader.limit()
-            try reader.finish()
-            let entries = try await PageCut.fetch(limit: limit) { rows in
+            let entries = try await reader.page { rows in
                 query.limit = rows
                 return try await store.auditEntries(query)
             }
