@@ -124,10 +124,3 @@ public enum Readiness: Sendable, Equatable {
     case ready
     case notReady(String)
 }
-
-extension EventStore {
-    /// Records an outcome without a hand-off: true if the lease was still ours.
-    public func finishVerification(_ task: VerificationTask, owner: String, outcome: VerificationOutcome) async throws -> Bool {
-        try await finishVerification(task, owner: owner, outcome: outcome, handOff: nil).kept
-    }
-}
