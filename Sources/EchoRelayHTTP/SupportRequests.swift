@@ -238,30 +238,27 @@ private struct SupportBodyReader {
             problems.append(.init(field: "echo", reason: reason))
             return nil
         }
-        var serviceProvider: String?
-        switch echo["service_provider"] {
-        case .string(let url)?:
-            if let problem = TextRules.containsNUL(url) ? TextRules.nulReason : EventFieldRules.serviceProviderProblem(url) {
-                problems.append(.init(field: "echo.service_provider", reason: problem))
-            } else {
-                serviceProvider = url
-            }
-        case nil, .null?: problems.append(.init(field: "echo.service_provider", reason: "is required"))
-        case let other?: problems.append(.init(field: "echo.service_provider", reason: "must be a string, not \(other.typeName)"))
+        let serviceProvider = requiredString("echo.service_provider", echo["service_provider"]) { url in
+            TextRules.containsNUL(url) ? TextRules.nulReason : EventFieldRules.serviceProviderProblem(url)
         }
-        var authorization: String?
-        switch echo["authorization"] {
-        case .string(let header)?:
-            if let problem = EventFieldRules.authorizationProblem(header) {
-                problems.append(.init(field: "echo.authorization", reason: problem))
-            } else {
-                authorization = header
-            }
-        case nil, .null?: problems.append(.init(field: "echo.authorization", reason: "is required"))
-        case let other?: problems.append(.init(field: "echo.authorization", reason: "must be a string, not \(other.typeName)"))
-        }
+        let authorization = requiredString("echo.authorization", echo["authorization"], check: EventFieldRules.authorizationProblem)
         guard let serviceProvider, let authorization else { return nil }
         return EchoCredentials(serviceProvider: serviceProvider, authorization: Secret(authorization))
+    }
+
+    /// A required string that passes `check` (which returns the reason it fails, or nil).
+    private mutating func requiredString(_ field: String, _ value: JSONValue?, check: (String) -> String?) -> String? {
+        switch value {
+        case .string(let text)?:
+            if let problem = check(text) {
+                problems.append(.init(field: field, reason: problem))
+                return nil
+            }
+            return text
+        case nil, .null?: problems.append(.init(field: field, reason: "is required"))
+        case let other?: problems.append(.init(field: field, reason: "must be a string, not \(other.typeName)"))
+        }
+        return nil
     }
 
     mutating func checkRange(since: Date?, until: Date?) {
