@@ -74,8 +74,11 @@ struct ConsoleRenderer: Sendable {
     }
 
     func render(_ template: String, status: HTTPResponse.Status = .ok, _ document: Document, headers: HTTPFields = [:]) -> Response {
+        var fields = Self.securityHeaders
+        fields[.contentType] = "text/html; charset=utf-8"
+        fields.append(contentsOf: headers)
         let html = library.render(document, withTemplate: template) ?? ""
-        return Self.htmlResponse(status: status, html: html, headers: headers)
+        return Response(status: status, headers: fields, body: .init(byteBuffer: ByteBuffer(string: html)))
     }
 
     /// The headers every console answer carries: no script may run (not even inline), no other
@@ -89,13 +92,6 @@ struct ConsoleRenderer: Sendable {
         HTTPField.Name("X-Frame-Options")!: "DENY",
         .cacheControl: "no-store",
     ]
-
-    static func htmlResponse(status: HTTPResponse.Status, html: String, headers: HTTPFields = [:]) -> Response {
-        var fields = securityHeaders
-        fields[.contentType] = "text/html; charset=utf-8"
-        fields.append(contentsOf: headers)
-        return Response(status: status, headers: fields, body: .init(byteBuffer: ByteBuffer(string: html)))
-    }
 
     /// 303 See Other: where a form's POST sends the browser next.
     static func redirect(to location: String, headers: HTTPFields = [:]) -> Response {

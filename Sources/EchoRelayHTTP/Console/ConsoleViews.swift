@@ -87,13 +87,14 @@ struct TimelineRow {
     }
 }
 
+/// A checkbox or option of a form's filter.
+struct Choice {
+    let name: String
+    let checked: Bool
+}
+
 /// Every user's events, newest received first, with the filters as they were asked.
 struct RecentEventsPage {
-    struct Choice {
-        let name: String
-        let checked: Bool
-    }
-
     let types: [Choice]
     let statuses: [Choice]
     let reasons: [Choice]
@@ -147,17 +148,11 @@ struct EventPage {
         let url: String
     }
 
-    /// The Security Event Token an event came as.
-    struct Origin {
-        let issuer: String
-        let jti: String
-        let eventType: String
-    }
-
     let id: String
     let userID: String
     let userLink: String
-    let securityEvent: Origin?
+    /// The Security Event Token an event came as (the page shows its issuer, jti and event type).
+    let securityEvent: SecurityEventRecord?
     let type: String
     let sequence: Int64
     let status: String
@@ -176,7 +171,7 @@ struct EventPage {
     init(_ event: StoredEvent, deliveries: [DeliveryRecord], subscriptions: [Subscription], names: SubscriptionNames,
          securityEvent: SecurityEventRecord? = nil, reasonDraft: String, now: Date) {
         id = event.id
-        self.securityEvent = securityEvent.map { Origin(issuer: $0.issuer, jti: $0.jti, eventType: $0.eventType) }
+        self.securityEvent = securityEvent
         userID = event.userID
         userLink = ConsolePath.user(event.userID)
         type = event.type.rawValue
@@ -232,11 +227,6 @@ struct ConfirmPage {
 }
 
 struct BulkReplayPage {
-    struct Choice {
-        let name: String
-        let checked: Bool
-    }
-
     let userID: String
     let subscriptionID: String
     let types: [Choice]
@@ -344,7 +334,6 @@ struct SubscriptionRow {
     let id: String
     let name: String
     let url: String
-    let description: String?
     let types: [String]
     let ordered: Bool
     /// healthy, failing or disabled.
@@ -357,7 +346,6 @@ struct SubscriptionRow {
         id = subscription.id
         name = SubscriptionNames.name(of: subscription)
         url = subscription.url
-        description = subscription.description
         types = subscription.eventTypes.map(\.rawValue)
         ordered = subscription.ordered
         health = !subscription.enabled ? "disabled" : subscription.failingSince != nil ? "failing" : "healthy"
