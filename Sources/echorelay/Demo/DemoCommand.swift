@@ -130,14 +130,15 @@ struct DemoSettings: Sendable {
     let json: Bool
 }
 
-/// What must be undone at the end, whatever happened: the subscription and the servers.
-private final class DemoResources: Sendable {
-    private let state = Mutex<(subscriptionID: String?, servers: [DemoHTTPServer])>((nil, []))
+/// What the clean-up must undo or report, whatever happened: the subscription, and how many
+/// of the stand-ins' servers were started (they stop as the tour's steps end).
+final class DemoResources: Sendable {
+    private let state = Mutex<(subscriptionID: String?, servers: Int)>((nil, 0))
 
-    func add(_ server: DemoHTTPServer) { state.withLock { $0.servers.append(server) } }
+    func serverStarted() { state.withLock { $0.servers += 1 } }
     func setSubscription(_ id: String) { state.withLock { $0.subscriptionID = id } }
     var subscriptionID: String? { state.withLock { $0.subscriptionID } }
-    var servers: [DemoHTTPServer] { state.withLock { $0.servers } }
+    var servers: Int { state.withLock { $0.servers } }
 }
 
 /// The tour itself, step by step.
@@ -198,22 +199,30 @@ struct DemoTour: Sendable {
         // 1. The identity provider.
         let provider = StandInProvider.demo(port: settings.providerPort, output: output)
         output.step(1, "Starting a stand-in identity provider on http://127.0.0.1:\(settings.providerPort)")
-        resources.add(try await DemoHTTPServer.start(
-            "stand-in identity provider", port: settings.providerPort, flag: "--provider-port", router: provider.router()
-        ))
-        output.line("    It answers GET /1.1/sdk/account.json as Digits does, checking each OAuth 1.0a signature (HMAC-SHA1).")
-        if settings.providerPort != DemoDefaults.providerPort {
-            output.line("    note: serve --demo accepts OAuth Echo only from \(DemoDefaults.providerHostAndPort); for port \(settings.providerPort) the server needs ECHORELAY_ECHO_ALLOWED_HOSTS=127.0.0.1:\(settings.providerPort) and ECHORELAY_ECHO_ALLOW_HTTP=1.")
+        return try await DemoServers.serve(
+            "stand-in identity provider", provider.router(), port: settings.providerPort, flag: "--provider-port", resources
+        ) {
+            output.line("    It answers GET /1.1/sdk/account.json as Digits does, checking each OAuth 1.0a signature (HMAC-SHA1).")
+            if settings.providerPort != DemoDefaults.providerPort {
+                output.line("    note: serve --demo accepts OAuth Echo only from \(DemoDefaults.providerHostAndPort); for port \(settings.providerPort) the server needs ECHORELAY_ECHO_ALLOWED_HOSTS=127.0.0.1:\(settings.providerPort) and ECHORELAY_ECHO_ALLOW_HTTP=1.")
+            }
+
+            // 2. The subscriber.
+            let subscriber = StandInSubscriber.demo(port: settings.subscriberPort, output: output)
+            output.step(2, "Starting a stand-in subscriber (an app backend) on \(subscriber.url())")
+            return try await DemoServers.serve(
+                "stand-in subscriber", subscriber.router(), port: settings.subscriberPort, flag: "--subscriber-port", resources
+            ) {
+                output.line("    It checks the Standard Webhooks signature of every delivery with the subscription's secret.")
+                return try await tour(server, resources, provider, subscriber)
+            }
         }
+    }
 
-        // 2. The subscriber.
-        let subscriber = StandInSubscriber.demo(port: settings.subscriberPort, output: output)
-        output.step(2, "Starting a stand-in subscriber (an app backend) on \(subscriber.url())")
-        resources.add(try await DemoHTTPServer.start(
-            "stand-in subscriber", port: settings.subscriberPort, flag: "--subscriber-port", router: subscriber.router()
-        ))
-        output.line("    It checks the Standard Webhooks signature of every delivery with the subscription's secret.")
-
+    /// Steps 3 to 6, while both stand-ins serve.
+    private func tour(
+        _ server: DemoServerAPI, _ resources: DemoResources, _ provider: StandInProvider, _ subscriber: StandInSubscriber
+    ) async throws -> DemoReport {
         // 3. The subscription.
         output.step(3, "Registering the subscriber with EchoRelay at \(server.baseURL) (POST /v1/subscriptions)")
         let created = try await server.createSubscription(url: subscriber.url())
@@ -297,8 +306,8 @@ struct DemoTour: Sendable {
         return report
     }
 
-    /// Step 7, run whatever happened before: deletes the subscription, stops the servers.
-    /// Returns false when the subscription could not be deleted.
+    /// Step 7, run whatever happened before: deletes the subscription, and reports the servers
+    /// stopped. Returns false when the subscription could not be deleted.
     private func cleanUp(_ server: DemoServerAPI, _ resources: DemoResources) async -> Bool {
         output.step(7, "Cleaning up")
         var ok = true
@@ -312,8 +321,7 @@ struct DemoTour: Sendable {
             }
         }
         let servers = resources.servers
-        for demoServer in servers.reversed() { await demoServer.stop() }
-        if !servers.isEmpty { output.line("    Stopped the stand-in \(servers.count == 2 ? "provider and subscriber" : "provider").") }
+        if servers > 0 { output.line("    Stopped the stand-in \(servers == 2 ? "provider and subscriber" : "provider").") }
         return ok
     }
 

@@ -1,8 +1,8 @@
 import Dispatch
 import EchoRelayCore
+import EchoRelayStandIns
 import Foundation
 import Hummingbird
-import Logging
 import Synchronization
 #if canImport(Glibc)
 import Glibc
@@ -39,83 +39,31 @@ final class DemoOutput: Sendable {
     }
 }
 
-/// A Hummingbird router served on 127.0.0.1 for the length of the demo: started before the
-/// demo needs it (a port in use is a clear error at once) and stopped in every case.
-final class DemoHTTPServer: Sendable {
-    private let task: Task<Void, Never>
-
-    private init(task: Task<Void, Never>) {
-        self.task = task
-    }
-
-    /// Starts serving and returns once the port is bound.
-    static func start(
-        _ name: String, port: Int, flag: String, router: Router<BasicRequestContext>
-    ) async throws(ClientError) -> DemoHTTPServer {
-        let started = StartSignal()
-        let app = Application(
-            router: router,
-            configuration: .init(address: .hostname("127.0.0.1", port: port), serverName: nil),
-            onServerRunning: { _ in started.resolve(nil) },
-            // The demo prints its own lines; the servers' request logs would only add noise.
-            logger: Logger(label: "echorelay.demo", factory: { _ in SwiftLogNoOpLogHandler() })
-        )
-        let task = Task {
-            do {
-                try await app.run()
-                started.resolve(DemoServerStopped())
-            } catch {
-                started.resolve(error)
+/// The demo's stand-in servers, on 127.0.0.1.
+enum DemoServers {
+    /// Serves `router` on `port` for the length of `body`; a port that cannot be listened on
+    /// is a clear error at once, naming the `flag` that chooses another.
+    static func serve<Result: Sendable>(
+        _ name: String, _ router: Router<BasicRequestContext>, port: Int, flag: String, _ resources: DemoResources,
+        _ body: () async throws -> Result
+    ) async throws -> Result {
+        var listening = false
+        do {
+            // No request log: the demo prints its own lines.
+            return try await LoopbackServer.run(router, port: port) { _ in
+                listening = true
+                resources.serverStarted()
+                return try await body()
             }
-        }
-        guard let error = await started.wait() else { return DemoHTTPServer(task: task) }
-        await task.value
-        let text = String(describing: error)
-        if text.contains("Address already in use") || text.contains("errno: 98") || text.contains("EADDRINUSE") {
-            throw ClientError(
-                "the \(name) cannot listen on 127.0.0.1:\(port): the port is in use",
-                hint: "is another echorelay demo running? Stop it, or choose another port with \(flag)"
-            )
-        }
-        throw ClientError("the \(name) cannot listen on 127.0.0.1:\(port): \(text)", hint: "choose another port with \(flag)")
-    }
-
-    func stop() async {
-        task.cancel()
-        await task.value
-    }
-}
-
-private struct DemoServerStopped: Error, CustomStringConvertible {
-    var description: String { "the server stopped before it started listening" }
-}
-
-/// Resolved once, by whichever comes first: the server listening (nil) or failing (its error).
-private final class StartSignal: Sendable {
-    private struct State {
-        var result: (any Error)??
-        var waiter: CheckedContinuation<(any Error)?, Never>?
-    }
-
-    private let state = Mutex(State())
-
-    func resolve(_ error: (any Error)?) {
-        let waiter = state.withLock { state -> CheckedContinuation<(any Error)?, Never>? in
-            guard state.result == nil else { return nil }
-            state.result = .some(error)
-            defer { state.waiter = nil }
-            return state.waiter
-        }
-        waiter?.resume(returning: error)
-    }
-
-    func wait() async -> (any Error)? {
-        await withCheckedContinuation { continuation in
-            let result = state.withLock { state -> (any Error)?? in
-                if state.result == nil { state.waiter = continuation }
-                return state.result
+        } catch where !listening {
+            let text = String(describing: error)
+            if text.contains("Address already in use") || text.contains("errno: 98") || text.contains("EADDRINUSE") {
+                throw ClientError(
+                    "the \(name) cannot listen on 127.0.0.1:\(port): the port is in use",
+                    hint: "is another echorelay demo running? Stop it, or choose another port with \(flag)"
+                )
             }
-            if let result { continuation.resume(returning: result) }
+            throw ClientError("the \(name) cannot listen on 127.0.0.1:\(port): \(text)", hint: "choose another port with \(flag)")
         }
     }
 }
