@@ -125,12 +125,3 @@ extension PostgresEventStore {
         }
     }
 }
-
-/// Random identifiers for rows clients see (`sub_…`): 20 characters of lower-case base32.
-enum RandomID {
-    static func make() -> String {
-        let alphabet = Array("abcdefghijklmnopqrstuvwxyz234567")
-        var generator = SystemRandomNumberGenerator()
-        return String((0..<20).map { _ in alphabet[Int(generator.next() % 32)] })
-    }
-}

@@ -127,13 +127,3 @@ extension Duration {
         components.seconds * 1_000_000 + components.attoseconds / 1_000_000_000_000
     }
 }
-
-/// Random identifiers for rows clients see (`sub_…`, `rpl_…`): 20 characters of lower-case
-/// base32, as the PostgreSQL store makes them.
-enum RandomID {
-    static func make() -> String {
-        let alphabet = Array("abcdefghijklmnopqrstuvwxyz234567")
-        var generator = SystemRandomNumberGenerator()
-        return String((0..<20).map { _ in alphabet[Int(generator.next() % 32)] })
-    }
-}
