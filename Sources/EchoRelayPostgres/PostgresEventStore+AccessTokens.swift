@@ -1,4 +1,3 @@
-import Crypto
 import EchoRelayCore
 import Foundation
 import PostgresNIO
@@ -10,7 +9,7 @@ extension PostgresEventStore: AccessTokenStore {
         // the unique constraints would catch one, and a second draw settles it.
         for attempt in 1...3 {
             let token = AccessTokenText.generate()
-            let id = Self.newAccessTokenID()
+            let id = AccessTokenText.newID()
             do {
                 let rows = try await client.query("""
                     INSERT INTO access_tokens (id, name, role, token_sha256)
@@ -62,13 +61,6 @@ extension PostgresEventStore: AccessTokenStore {
                 return Principal(tokenID: id, name: name, role: role)
             }
             return nil
-        }
-    }
-
-    /// `tok_` and 20 lowercase hex digits (80 random bits).
-    static func newAccessTokenID() -> String {
-        "tok_" + SymmetricKey(size: SymmetricKeySize(bitCount: 80)).withUnsafeBytes { bytes in
-            bytes.lowercaseHex
         }
     }
 }

@@ -1,4 +1,3 @@
-import Crypto
 import EchoRelayCore
 import Foundation
 import Logging
@@ -11,7 +10,7 @@ extension SQLiteEventStore {
         // settles it.
         for _ in 1...3 {
             let token = AccessTokenText.generate()
-            let id = Self.newAccessTokenID()
+            let id = AccessTokenText.newID()
             let createdAt: Date? = try await session.read { db in
                 try await db.row("""
                     INSERT INTO access_tokens (id, name, role, token_sha256, created_at) VALUES (?1, ?2, ?3, ?4, ?5)
@@ -56,13 +55,6 @@ extension SQLiteEventStore {
                 throw StoreError.unexpected("access token \(id) has an unknown role")
             }
             return Principal(tokenID: id, name: try row.string(1), role: role)
-        }
-    }
-
-    /// `tok_` and 20 lowercase hex digits (80 random bits).
-    static func newAccessTokenID() -> String {
-        "tok_" + SymmetricKey(size: SymmetricKeySize(bitCount: 80)).withUnsafeBytes { bytes in
-            bytes.lowercaseHex
         }
     }
 }

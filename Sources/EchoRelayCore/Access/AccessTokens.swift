@@ -89,6 +89,13 @@ public enum AccessTokenText {
         prefix + randomBody()
     }
 
+    /// A token's id: `tok_` and 20 lowercase hex digits (80 random bits).
+    public static func newID() -> String {
+        "tok_" + SymmetricKey(size: SymmetricKeySize(bitCount: 80)).withUnsafeBytes { bytes in
+            bytes.lowercaseHex
+        }
+    }
+
     /// 256 random bits in unpadded base64url (43 characters): a token's body, and the
     /// support console's session keys and form tokens.
     public static func randomBody() -> String {
