@@ -42,12 +42,12 @@ public struct Migrator: Sendable {
     public func pending() async throws -> [Int] {
         try await client.withConnection { connection in
             let applied = try await appliedChecksums(on: connection, createTable: false)
-            return try check(applied: applied).map(\.version)
+            return try Migration.pending(migrations, applied: applied).map(\.version)
         }
     }
 
     private func apply(on connection: PostgresConnection) async throws -> [Int] {
-        let pending = try check(applied: try await appliedChecksums(on: connection, createTable: true))
+        let pending = try Migration.pending(migrations, applied: try await appliedChecksums(on: connection, createTable: true))
         for migration in pending {
             logger.info("applying migration", metadata: ["migration.version": "\(migration.version)", "migration.name": "\(migration.name)"])
             try await connection.withTransaction(logger: logger) { connection in
@@ -61,10 +61,6 @@ public struct Migrator: Sendable {
             }
         }
         return pending.map(\.version)
-    }
-
-    private func check(applied: [Int: String]) throws(MigrationError) -> [Migration] {
-        try Migration.pending(migrations, applied: applied)
     }
 
     private func appliedChecksums(on connection: PostgresConnection, createTable: Bool) async throws -> [Int: String] {

@@ -94,20 +94,12 @@ public final class SQLiteEventStore: EchoRelayStore {
     /// Applies the pending SQLite migrations; returns the versions applied, as the PostgreSQL
     /// migrator does.
     @discardableResult
-    public func migrate() async throws -> [Int] {
-        try await migrate(Migration.sqlite)
-    }
-
-    func migrate(_ migrations: [Migration]) async throws -> [Int] {
+    public func migrate(_ migrations: [Migration] = Migration.sqlite) async throws -> [Int] {
         try await session.read { db in try await SQLiteMigrator(migrations: migrations, logger: logger).migrate(db) }
     }
 
     /// The versions not applied yet. Throws `MigrationError` if an applied one was edited.
-    public func pendingMigrations() async throws -> [Int] {
-        try await pendingMigrations(Migration.sqlite)
-    }
-
-    func pendingMigrations(_ migrations: [Migration]) async throws -> [Int] {
+    public func pendingMigrations(_ migrations: [Migration] = Migration.sqlite) async throws -> [Int] {
         try await session.read { db in try await SQLiteMigrator(migrations: migrations, logger: logger).pending(db) }
     }
 

@@ -23,7 +23,7 @@ struct SQLiteMigrator {
                 applied_at INTEGER NOT NULL
             ) STRICT
             """)
-        let pending = try check(applied: try await appliedChecksums(db))
+        let pending = try Migration.pending(migrations, applied: try await appliedChecksums(db))
         for migration in pending {
             logger.info("applying migration", metadata: [
                 "migration.version": "\(migration.version)", "migration.name": "\(migration.name)",
@@ -64,11 +64,7 @@ struct SQLiteMigrator {
     /// The versions not applied yet. Throws if an applied migration was edited or is unknown.
     func pending(_ db: SQLiteDB) async throws -> [Int] {
         let exists = try await db.row("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'schema_migrations'")
-        return try check(applied: exists == nil ? [:] : try await appliedChecksums(db)).map(\.version)
-    }
-
-    private func check(applied: [Int: String]) throws(MigrationError) -> [Migration] {
-        try Migration.pending(migrations, applied: applied)
+        return try Migration.pending(migrations, applied: exists == nil ? [:] : try await appliedChecksums(db)).map(\.version)
     }
 
     private func appliedChecksums(_ db: SQLiteDB) async throws -> [Int: String] {
