@@ -44,6 +44,10 @@ struct APIClient: Sendable {
         try await send(.GET, path, query: query, body: nil)
     }
 
+    func delete(_ path: [String]) async throws(ClientError) -> APIAnswer {
+        try await send(.DELETE, path, query: [], body: nil)
+    }
+
     func post(_ path: [String], body: some Encodable) async throws(ClientError) -> APIAnswer {
         let bytes: Data
         do {
@@ -74,7 +78,12 @@ struct APIClient: Sendable {
             request.headers.add(name: "Content-Type", value: "application/json")
             request.body = .bytes(ByteBuffer(bytes: body))
         }
+        return try await execute(request)
+    }
 
+    /// Sends a request made here or by the caller (the demo's signed ingest), and turns every
+    /// failure and every answer that is not 2xx into a `ClientError`.
+    func execute(_ request: HTTPClientRequest) async throws(ClientError) -> APIAnswer {
         let status: HTTPResponseStatus
         let contentType: String?
         let location: String?

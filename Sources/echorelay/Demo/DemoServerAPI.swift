@@ -10,15 +10,11 @@ import NIOHTTP1
 /// as the identity provider sends it. Neither the token nor a secret is part of any message.
 struct DemoServerAPI: Sendable {
     let api: APIClient
-    private let token: String
     private let ingestSecret: WebhookSecret
-    private let http: HTTPClient
 
     init(baseURL: String, token: String, ingestSecret: WebhookSecret, http: HTTPClient) {
         self.api = APIClient(baseURL: baseURL, token: token, http: http)
-        self.token = token
         self.ingestSecret = ingestSecret
-        self.http = http
     }
 
     var baseURL: String { api.baseURL }
@@ -53,26 +49,18 @@ struct DemoServerAPI: Sendable {
 
     /// Deletes the subscription; one that is already gone is fine.
     func deleteSubscription(id: String) async throws(ClientError) {
-        var request = HTTPClientRequest(url: api.url(["v1", "subscriptions", id]))
-        request.method = .DELETE
-        request.headers.add(name: "Authorization", value: "Bearer \(token)")
-        request.headers.add(name: "User-Agent", value: "echorelay-cli/\(EchoRelayInfo.version)")
-        let (status, reasonPhrase, contentType, body) = try await send(request)
-        guard (200..<300).contains(status) || status == 404 else {
-            throw ClientError.problem(APIAnswer(status: status, body: body), reasonPhrase: reasonPhrase,
-                                      contentType: contentType, baseURL: baseURL)
-        }
+        do {
+            _ = try await api.delete(["v1", "subscriptions", id])
+        } catch where error.status == 404 {}
     }
 
     // MARK: Ingest
 
     /// `POST /v1/events`, signed with the Standard Webhooks headers under the ingest secret.
     func push(_ event: DemoEventBody) async throws(ClientError) -> API.IngestAcknowledgement {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         let body: Data
         do {
-            body = try encoder.encode(event)
+            body = try canonicalJSON(event)
         } catch {
             // Not the error itself: an encoding error can quote a value, and the event holds echo credentials.
             throw ClientError("could not encode the event as JSON (\(type(of: error)))")
@@ -90,34 +78,24 @@ struct DemoServerAPI: Sendable {
         ))
         request.body = .bytes(ByteBuffer(bytes: body))
 
-        let (status, reasonPhrase, contentType, answer) = try await send(request)
-        if status == 401 {
-            var error = ClientError(
-                "the server refused the demo's signed event (401): the ingest secret is not one of the server's",
-                hint: "pass the secret the server was started with (ECHORELAY_INGEST_SECRETS / --ingest-secret), or, for the embedded store, the ECHORELAY_INGEST_SECRETS=whsec_… line that `echorelay serve` printed on its first run"
-            )
-            error.status = 401
+        let answer: APIAnswer
+        do {
+            answer = try await api.execute(request)  // no bearer token: ingest is signed instead
+        } catch {
+            var error = error
+            switch error.status {
+            case nil:
+                error.hint = "start the server first with `echorelay serve --demo`, and point ECHORELAY_URL / --url at it"
+            case 401?:
+                error.message = "the server refused the demo's signed event (401): the ingest secret is not one of the server's"
+                error.hint = "pass the secret the server was started with (ECHORELAY_INGEST_SECRETS / --ingest-secret), or, for the embedded store, the ECHORELAY_INGEST_SECRETS=whsec_… line that `echorelay serve` printed on its first run"
+                error.fieldErrors = []
+            default:
+                break
+            }
             throw error
         }
-        guard status == 202 else {
-            throw ClientError.problem(APIAnswer(status: status, body: answer), reasonPhrase: reasonPhrase,
-                                      contentType: contentType, baseURL: baseURL)
-        }
-        return try APIAnswer(status: status, body: answer).decode(API.IngestAcknowledgement.self)
-    }
-
-    private func send(_ request: HTTPClientRequest) async throws(ClientError) -> (Int, String, String?, Data) {
-        do {
-            let response = try await http.execute(request, timeout: APIClient.requestTimeout)
-            let body = try await response.body.collect(upTo: 1 << 20)
-            return (Int(response.status.code), response.status.reasonPhrase, response.headers.first(name: "Content-Type"),
-                    Data(body.readableBytesView))
-        } catch {
-            throw ClientError(
-                "cannot reach \(baseURL): \(APIClient.describeTransportError(error))",
-                hint: "start the server first with `echorelay serve --demo`, and point ECHORELAY_URL / --url at it"
-            )
-        }
+        return try answer.decode(API.IngestAcknowledgement.self)
     }
 
     // MARK: Reading what the server decided
