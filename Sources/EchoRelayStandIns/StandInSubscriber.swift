@@ -277,8 +277,7 @@ public final class StandInSubscriber: Sendable {
         case .hang(let duration):
             let released = await hang(for: duration)
             if released { return Self.response(.status(503, body: #"{"error":"subscriber stopped"}"#)) }
-            if case .hang = fallback { return Self.response(.ok) }
-            return Self.response(fallback)
+            return Self.response(fallback)  // `.ok` for a hang or a trickle
         }
     }
 

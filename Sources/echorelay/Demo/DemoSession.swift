@@ -11,8 +11,7 @@ struct DemoSession: Sendable {
     let tokenSecret: String
 
     static func randomHex(_ bytes: Int) -> String {
-        var generator = SystemRandomNumberGenerator()
-        return (0..<bytes).map { _ in UInt8.random(in: .min ... .max, using: &generator) }.lowercaseHex
+        (0..<bytes).map { _ in UInt8.random(in: .min ... .max) }.lowercaseHex
     }
 
     /// A session the provider never issued: what an attacker who wants to log a user out

@@ -73,30 +73,18 @@ enum DemoServers {
 final class DemoInterruptHandler: @unchecked Sendable {
     // @unchecked: the sources are created in init and only cancelled in `remove()`.
     private let sources: [any DispatchSourceSignal]
-    private let fired = FiredFlag()
 
-    private final class FiredFlag: Sendable {
-        private let value = Mutex(false)
-
-        /// True the first time only.
-        func fire() -> Bool {
-            value.withLock { fired in
-                defer { fired = true }
-                return !fired
-            }
-        }
-    }
-
+    /// `onInterrupt` runs once for each of the two signals that comes: it must be harmless to
+    /// repeat (the demo cancels its task).
     init(_ onInterrupt: @escaping @Sendable () -> Void) {
         var sources: [any DispatchSourceSignal] = []
-        let fired = self.fired
         for number in [SIGINT, SIGTERM] {
             signal(number, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
             source.setEventHandler {
                 // The next signal ends the process the usual way, should the clean-up hang.
                 signal(number, SIG_DFL)
-                if fired.fire() { onInterrupt() }
+                onInterrupt()
             }
             source.resume()
             sources.append(source)
