@@ -1,5 +1,4 @@
 import EchoRelayCore
-import Foundation
 import PostgresNIO
 
 extension PostgresEventStore: SubscriptionStore {
@@ -18,21 +17,15 @@ extension PostgresEventStore: SubscriptionStore {
     }
 
     public func subscriptions(owner: String?, cursor: String?, limit: Int) async throws -> SubscriptionPage {
-        var after: Int64 = 0
-        if let cursor {
-            guard let data = Data(base64Encoded: cursor), let text = String(data: data, encoding: .utf8),
-                  text.hasPrefix("s:"), let seq = Int64(text.dropFirst(2)) else { throw SubscriptionCursorError.invalid }
-            after = seq
+        let after = try SubscriptionPage.seq(after: cursor)
+        return try await wrapped {
+            let rows = try await client.query("""
+                SELECT \(unescaped: Subscription.columns) FROM subscriptions
+                WHERE deleted_at IS NULL AND seq > \(after) AND (\(owner)::text IS NULL OR owner_token_id = \(owner))
+                ORDER BY seq LIMIT \(limit + 1)
+                """, logger: logger)
+            return try SubscriptionPage(rows: try await rows.storeRows(), limit: limit)
         }
-        let page = try await rows("""
-            SELECT \(unescaped: Subscription.columns) FROM subscriptions
-            WHERE deleted_at IS NULL AND seq > \(after) AND (\(owner)::text IS NULL OR owner_token_id = \(owner))
-            ORDER BY seq LIMIT \(limit + 1)
-            """) { (try Subscription(row: $0), try $0.int64(12)) }
-        let hasMore = page.count > limit
-        let items = Array(page.prefix(limit))
-        let next = hasMore ? items.last.map { Data("s:\($0.1)".utf8).base64EncodedString() } : nil
-        return SubscriptionPage(subscriptions: items.map(\.0), nextCursor: next)
     }
 
     public func subscription(id: String) async throws -> Subscription? {

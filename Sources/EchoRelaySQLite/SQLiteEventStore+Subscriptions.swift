@@ -1,5 +1,4 @@
 import EchoRelayCore
-import Foundation
 
 extension SQLiteEventStore {
     public func createSubscription(_ fields: SubscriptionFields, ownerTokenID: String?, secret: String) async throws -> Subscription {
@@ -21,23 +20,14 @@ extension SQLiteEventStore {
     }
 
     public func subscriptions(owner: String?, cursor: String?, limit: Int) async throws -> SubscriptionPage {
-        var after: Int64 = 0
-        if let cursor {
-            guard let data = Data(base64Encoded: cursor), let text = String(data: data, encoding: .utf8),
-                  text.hasPrefix("s:"), let seq = Int64(text.dropFirst(2)) else { throw SubscriptionCursorError.invalid }
-            after = seq
-        }
+        let after = try SubscriptionPage.seq(after: cursor)
         return try await session.read { db in
             let rows = try await db.rows("""
                 SELECT \(Subscription.columns) FROM subscriptions
                 WHERE deleted_at IS NULL AND seq > ?1 AND (?2 IS NULL OR owner_token_id = ?2)
                 ORDER BY seq LIMIT ?3
                 """, [after, owner, limit + 1])
-            let page = try rows.map { (try Subscription(row: $0), try $0.int64(12)) }
-            let hasMore = page.count > limit
-            let items = Array(page.prefix(limit))
-            let next = hasMore ? items.last.map { Data("s:\($0.1)".utf8).base64EncodedString() } : nil
-            return SubscriptionPage(subscriptions: items.map(\.0), nextCursor: next)
+            return try SubscriptionPage(rows: rows, limit: limit)
         }
     }
 

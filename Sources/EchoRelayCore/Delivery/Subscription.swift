@@ -57,10 +57,26 @@ public struct SubscriptionFields: Sendable, Equatable {
 public struct SubscriptionPage: Sendable {
     public var subscriptions: [Subscription]
     public var nextCursor: String?
+}
 
-    public init(subscriptions: [Subscription], nextCursor: String?) {
-        self.subscriptions = subscriptions
-        self.nextCursor = nextCursor
+extension SubscriptionPage {
+    /// The `seq` a listing goes on after: the one its cursor names, or 0 for the first page.
+    /// A cursor is `s:` and a `seq`, in base64.
+    public static func seq(after cursor: String?) throws(SubscriptionCursorError) -> Int64 {
+        guard let cursor else { return 0 }
+        guard let data = Data(base64Encoded: cursor), let text = String(data: data, encoding: .utf8),
+              text.hasPrefix("s:"), let seq = Int64(text.dropFirst(2)) else { throw .invalid }
+        return seq
+    }
+
+    /// A page of at most `limit` out of `rows` (`Subscription.columns`), read in `seq` order
+    /// with a limit of `limit + 1`: a row beyond the page means a next one, whose cursor is
+    /// the page's last `seq`.
+    public init(rows: [some StoreRow], limit: Int) throws {
+        let page = try rows.map { (try Subscription(row: $0), seq: try $0.int64(12)) }
+        let items = page.prefix(limit)
+        self.init(subscriptions: items.map(\.0),
+                  nextCursor: page.count > limit ? items.last.map { Data("s:\($0.seq)".utf8).base64EncodedString() } : nil)
     }
 }
 
