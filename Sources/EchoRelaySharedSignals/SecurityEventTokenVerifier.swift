@@ -63,7 +63,7 @@ public struct SecurityEventTokenVerifier: Sendable {
             throw SecurityEventRefusal.invalidKey("the signature does not verify with the transmitter's key")
         }
         guard claims.iss == issuer else { throw SecurityEventRefusal.invalidIssuer("iss is not the configured transmitter") }
-        guard claims.aud?.contains(audience) == true else {
+        guard claims.aud?.value.contains(audience) == true else {
             throw SecurityEventRefusal.invalidAudience("aud does not name this receiver")
         }
         guard let issuedAt = claims.iat else { throw SecurityEventRefusal.invalidRequest("iat is missing") }
@@ -128,7 +128,9 @@ public struct SecurityEventRefusal: Error, Sendable, Equatable {
 /// The claims of a SET; each is optional here so that a missing one is refused by name.
 struct SecurityEventClaims: JWTPayload {
     var iss: String?
-    var aud: [String]?
+    /// A string or an array of strings (RFC 7519 §4.1.3), as jwt-kit's claim reads it.
+    var aud: AudienceClaim?
+    /// Read as seconds since 1970 by jwt-kit's decoder.
     var iat: Date?
     var jti: String?
     var events: [String: JSONValue]?
@@ -137,31 +139,6 @@ struct SecurityEventClaims: JWTPayload {
     enum CodingKeys: String, CodingKey {
         case iss, aud, iat, jti, events
         case subID = "sub_id"
-    }
-
-    init(from decoder: any Decoder) throws {
-        let container = try decoder.container(keyedBy: CodingKeys.self)
-        iss = try container.decodeIfPresent(String.self, forKey: .iss)
-        // `aud` is a string or an array of strings (RFC 7519 §4.1.3).
-        if let one = try? container.decodeIfPresent(String.self, forKey: .aud) {
-            aud = [one]
-        } else {
-            aud = try container.decodeIfPresent([String].self, forKey: .aud)
-        }
-        iat = try container.decodeIfPresent(Double.self, forKey: .iat).map { Date(timeIntervalSince1970: $0) }
-        jti = try container.decodeIfPresent(String.self, forKey: .jti)
-        events = try container.decodeIfPresent([String: JSONValue].self, forKey: .events)
-        subID = try container.decodeIfPresent(JSONValue.self, forKey: .subID)
-    }
-
-    func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encodeIfPresent(iss, forKey: .iss)
-        try container.encodeIfPresent(aud, forKey: .aud)
-        try container.encodeIfPresent(iat?.timeIntervalSince1970, forKey: .iat)
-        try container.encodeIfPresent(jti, forKey: .jti)
-        try container.encodeIfPresent(events, forKey: .events)
-        try container.encodeIfPresent(subID, forKey: .subID)
     }
 
     /// The claims are checked by `SecurityEventTokenVerifier`, by name, after the signature.
