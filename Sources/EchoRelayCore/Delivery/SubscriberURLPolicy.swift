@@ -36,7 +36,7 @@ public struct SubscriberURLPolicy: Sendable {
         // URLComponents quietly accepts (and sometimes re-encodes) text that other URL parsers
         // read differently — spaces, backslashes, raw non-ASCII — so only RFC 3986 characters
         // and well-formed %XX escapes get as far as the parser.
-        guard Self.isRFC3986(url) else {
+        guard URIText.isValid(url[...], allowing: "/?#[]") else {
             return fail("must contain only URL characters (percent-encode the rest; write international host names in punycode)")
         }
         guard let components = URLComponents(string: url), let scheme = components.scheme?.lowercased() else {
@@ -148,29 +148,6 @@ public struct SubscriberURLPolicy: Sendable {
              UInt8(ascii: "-"), UInt8(ascii: "_"): true
         default: false
         }
-    }
-
-    /// RFC 3986 unreserved, reserved and `%` followed by two hex digits; nothing else.
-    static func isRFC3986(_ text: String) -> Bool {
-        let bytes = Array(text.utf8)
-        var index = 0
-        while index < bytes.count {
-            let byte = bytes[index]
-            if byte == UInt8(ascii: "%") {
-                guard index + 2 < bytes.count, IPAddress.isHexDigit(bytes[index + 1]), IPAddress.isHexDigit(bytes[index + 2])
-                else { return false }
-                index += 3
-                continue
-            }
-            switch byte {
-            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"):
-                break
-            default:
-                guard "-._~:/?#[]@!$&'()*+,;=".utf8.contains(byte) else { return false }
-            }
-            index += 1
-        }
-        return true
     }
 
     // MARK: - Address ranges

@@ -120,10 +120,10 @@ struct RequestURL {
             else { throw OAuthRequestError("the URL's port must be a number from 1 to 65535") }
             port = number
         }
-        guard Self.isValid(path, allowing: "/") else {
+        guard URIText.isValid(path, allowing: "/") else {
             throw OAuthRequestError("the URL's path has a character that must be percent-encoded, or a malformed escape")
         }
-        if let query, !Self.isValid(query, allowing: "/?") {
+        if let query, !URIText.isValid(query, allowing: "/?") {
             throw OAuthRequestError("the URL's query has a character that must be percent-encoded, or a malformed escape")
         }
 
@@ -150,26 +150,4 @@ struct RequestURL {
             throw OAuthRequestError("the URL's query: " + error.reason)
         }
     }
-
-    /// RFC 3986 `pchar` (unreserved, sub-delims, `:`, `@`, `%XX`) plus the `extra` characters.
-    static func isValid(_ part: Substring, allowing extra: String) -> Bool {
-        let bytes = Array(part.utf8)
-        var index = 0
-        while index < bytes.count {
-            let byte = bytes[index]
-            if byte == UInt8(ascii: "%") {
-                guard index + 2 < bytes.count,
-                      OAuth1.hexValue(bytes[index + 1]) != nil, OAuth1.hexValue(bytes[index + 2]) != nil
-                else { return false }
-                index += 3
-                continue
-            }
-            guard OAuth1.isUnreserved(byte) || Self.subDelimitersAndColonAt.utf8.contains(byte) || extra.utf8.contains(byte)
-            else { return false }
-            index += 1
-        }
-        return true
-    }
-
-    static let subDelimitersAndColonAt = "!$&'()*+,;=:@"
 }
