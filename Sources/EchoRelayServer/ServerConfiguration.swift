@@ -137,8 +137,8 @@ public struct EchoConfiguration: Sendable {
 
     public init(
         consumerKey: String, allowedHosts: [String], allowHTTP: Bool = false, timeout: Duration = .seconds(5),
-        retrySchedule: [Duration] = VerifyDefaults.retrySchedule, lease: Duration = .seconds(60), concurrency: Int = 32,
-        pollInterval: Duration = .seconds(1)
+        retrySchedule: [Duration] = [.seconds(1), .seconds(5), .seconds(15), .seconds(30), .seconds(60), .seconds(120)],
+        lease: Duration = .seconds(60), concurrency: Int = 32, pollInterval: Duration = .seconds(1)
     ) {
         self.consumerKey = consumerKey
         self.allowedHosts = allowedHosts
@@ -167,10 +167,6 @@ public struct EchoConfiguration: Sendable {
         }
         guard concurrency > 0 else { throw ConfigurationError(setting: "ECHORELAY_VERIFY_CONCURRENCY", reason: "must be at least 1") }
     }
-}
-
-public enum VerifyDefaults {
-    public static let retrySchedule: [Duration] = [.seconds(1), .seconds(5), .seconds(15), .seconds(30), .seconds(60), .seconds(120)]
 }
 
 /// A configuration value that cannot be used, named by its environment variable.
