@@ -1,6 +1,5 @@
 import EchoRelayCore
 import Foundation
-import SQLiteNIO
 
 extension SQLiteEventStore {
     /// The event `e` has been final since before `cutoff` (a parameter such as `?2`), as
@@ -29,8 +28,8 @@ extension SQLiteEventStore {
             ).map { try $0.int64(0) }
             let attempts = try await Self.attempts(ofDeliveries: doomed, db: db)
             if !dryRun, !final.isEmpty {
-                try await db.run("DELETE FROM delivery_attempts WHERE delivery_id IN (SELECT value FROM json_each(?1))", [JSONInts(doomed)])
-                try await db.run("DELETE FROM deliveries WHERE id IN (SELECT value FROM json_each(?1))", [JSONInts(doomed)])
+                try await db.run("DELETE FROM delivery_attempts WHERE delivery_id IN (SELECT value FROM json_each(?1))", [JSONText(doomed)])
+                try await db.run("DELETE FROM deliveries WHERE id IN (SELECT value FROM json_each(?1))", [JSONText(doomed)])
                 try await db.run("""
                     UPDATE events SET pruned_at = ?2, pushed_phone_number = NULL WHERE id IN (SELECT value FROM json_each(?1))
                     """, [JSONText(final), db.now])
@@ -57,7 +56,7 @@ extension SQLiteEventStore {
                 """, [JSONText(candidates), at, sparing.map(SQLiteTime.microseconds)]).map { try $0.string(0) })
             let doomed = try scanned.filter { final.contains(try $0.string(1)) }.map { try $0.int64(0) }
             if !dryRun, !doomed.isEmpty {
-                try await db.run("DELETE FROM delivery_attempts WHERE id IN (SELECT value FROM json_each(?1))", [JSONInts(doomed)])
+                try await db.run("DELETE FROM delivery_attempts WHERE id IN (SELECT value FROM json_each(?1))", [JSONText(doomed)])
             }
             let newest = try scanned.map { try $0.int64(2) }.max() ?? 0
             return PruneStep(removed: PruneCounts(attempts: doomed.count), cursor: try last.int64(0),
@@ -83,14 +82,7 @@ extension SQLiteEventStore {
     private static func attempts(ofDeliveries ids: [Int64], db: SQLiteDB) async throws -> Int {
         guard !ids.isEmpty else { return 0 }
         return try await db.row(
-            "SELECT count(*) FROM delivery_attempts WHERE delivery_id IN (SELECT value FROM json_each(?1))", [JSONInts(ids)]
+            "SELECT count(*) FROM delivery_attempts WHERE delivery_id IN (SELECT value FROM json_each(?1))", [JSONText(ids)]
         )?.int(0) ?? 0
     }
-}
-
-/// A list of row ids as one JSON array parameter, read back with `json_each`.
-private struct JSONInts: SQLiteBind {
-    let text: String
-    init(_ ids: [Int64]) { text = "[" + ids.map(String.init).joined(separator: ",") + "]" }
-    var sqliteData: SQLiteData { .text(text) }
 }

@@ -35,11 +35,13 @@ struct Blob: SQLiteBind {
     var sqliteData: SQLiteData { .blob(ByteBuffer(bytes: bytes)) }
 }
 
-/// A JSON document (arrays of names, filters) binds as TEXT.
+/// A JSON document (arrays of names or row ids, filters) binds as TEXT.
 struct JSONText: SQLiteBind {
     let text: String
     init(_ value: JSONValue) { text = String(decoding: value.canonicalEncoding(), as: UTF8.self) }
     init(_ strings: [String]) { self.init(.array(strings.map(JSONValue.string))) }
+    /// Row ids, to read back with `json_each`.
+    init(_ ids: [Int64]) { text = "[" + ids.map(String.init).joined(separator: ",") + "]" }
     var sqliteData: SQLiteData { .text(text) }
 }
 
