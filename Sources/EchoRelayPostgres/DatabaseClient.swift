@@ -49,8 +49,6 @@ public final class DatabaseClient: Service, Sendable {
     /// its caller gets `StoreError.unavailable` and its host is dropped (a group commit's
     /// flush is abandoned after the same time by default).
     let statementLimit: Duration
-    /// How many hosts (a monitor each, with several).
-    private let hostCount: Int
 
     struct State {
         /// The pool of each host; a dropped host's is replaced.
@@ -91,9 +89,8 @@ public final class DatabaseClient: Service, Sendable {
         self.checkInterval = checkInterval
         self.retryInterval = retryInterval
         self.statementLimit = statementLimit
-        self.hostCount = endpoints.configurations.count
         self.single = nil
-        self.checksHosts = hostCount > 1 || endpoints.sessions != .any
+        self.checksHosts = endpoints.configurations.count > 1 || endpoints.sessions != .any
         // One host that is not checked is in use from the start; checked ones warm up when chosen.
         let warm = !checksHosts
         let pools = endpoints.configurations.map { Self.pool($0, warm: warm, logger: logger) }
@@ -119,7 +116,6 @@ public final class DatabaseClient: Service, Sendable {
         self.checkInterval = .seconds(1)
         self.retryInterval = .milliseconds(250)
         self.statementLimit = .seconds(60)
-        self.hostCount = 1
         self.state = Mutex(State(pools: [client], warm: [false], running: [nil]))
     }
 
@@ -341,7 +337,7 @@ public final class DatabaseClient: Service, Sendable {
     /// Checks the hosts in order and keeps the first that will do.
     private func search() async throws -> Int {
         var findings: [String] = []
-        for index in 0..<hostCount {
+        for index in configurations.indices {
             switch await check(index) {
             case .success(true):
                 let cold = state.withLock { state -> Task<Void, Never>? in
