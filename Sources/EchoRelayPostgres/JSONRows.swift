@@ -11,6 +11,8 @@ struct JSONRowsWriter {
     private var bytes: [UInt8] = []
     private var firstField = true
 
+    /// The rows of a batch as one JSON text, bound as `jsonb` and read with
+    /// `jsonb_to_recordset`: one statement however many rows. Each row carries its position.
     static func text<Row: JSONRow>(_ rows: [Row]) -> String {
         var writer = JSONRowsWriter()
         writer.bytes.reserveCapacity(rows.count * 320 + 2)

@@ -33,12 +33,6 @@ extension PostgresEventStore {
         }
     }
 
-    /// The rows of a batch as one JSON text, bound as `jsonb` and read with
-    /// `jsonb_to_recordset`: one statement however many rows. Each row carries its position.
-    static func jsonRows<Row: JSONRow>(_ rows: [Row]) -> String {
-        JSONRowsWriter.text(rows)
-    }
-
     /// The positions a batch statement answers with (`SELECT position, handed_off,
     /// made_work_due`): the rows it wrote, each with the deliveries it leased to the
     /// hand-off's owner and whether the batch left deliveries due for a claim.

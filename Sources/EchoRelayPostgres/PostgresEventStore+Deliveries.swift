@@ -103,7 +103,7 @@ extension PostgresEventStore: DeliveryStore {
     private static func recordStatement(
         _ attempts: [RecordedAttempt], on connection: PostgresConnection, logger: Logger
     ) async throws -> [Int: FinishedWork] {
-        let rows = jsonRows(attempts.enumerated().map(RecordedAttempt.Row.init))
+        let rows = JSONRowsWriter.text(attempts.enumerated().map(RecordedAttempt.Row.init))
         let result = try await connection.execute(RecordAttemptsStatement(rows: rows), logger: logger)
         return try await positions(result)
     }

@@ -76,7 +76,7 @@ extension PostgresEventStore {
     private static func finishRound(
         _ finishes: [VerificationFinish], on connection: PostgresConnection, wakePayload: String?, logger: Logger
     ) async throws -> [Int: FinishedWork] {
-        let rows = jsonRows(finishes.enumerated().map(VerificationFinish.Row.init))
+        let rows = JSONRowsWriter.text(finishes.enumerated().map(VerificationFinish.Row.init))
         let result = try await connection.execute(FinishRoundStatement(rows: rows, wakePayload: wakePayload), logger: logger)
         return try await positions(result)
     }
