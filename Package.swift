@@ -76,7 +76,6 @@ let package = Package(
                 "EchoRelaySchema",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "_ConnectionPoolModule", package: "postgres-nio"),      // the pool's errors, by value
-                .product(name: "Crypto", package: "swift-crypto"),                       // random token ids
                 .product(name: "NIOCore", package: "swift-nio"),                         // the committers' event loop
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),  // DatabaseClient is a service
                 .product(name: "Logging", package: "swift-log"),
@@ -90,7 +89,6 @@ let package = Package(
                 "EchoRelayCore",
                 "EchoRelaySchema",
                 .product(name: "SQLiteNIO", package: "sqlite-nio"),
-                .product(name: "Crypto", package: "swift-crypto"),      // migration checksums, webhook ids, token ids
                 .product(name: "NIOCore", package: "swift-nio"),        // ByteBuffer, for BLOB binds
                 .product(name: "Logging", package: "swift-log"),
             ],
