@@ -1,4 +1,3 @@
-import Crypto
 import Foundation
 
 /// The OAuth Echo credentials pushed with an event: where to re-verify, and the signed
