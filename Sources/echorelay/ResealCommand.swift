@@ -1,6 +1,5 @@
 import ArgumentParser
 import EchoRelayCore
-import EchoRelayServer
 
 /// `echorelay secret-key`: a new key for ECHORELAY_SECRET_KEY.
 struct SecretKeyCommand: ParsableCommand {
