@@ -1,5 +1,4 @@
 import ArgumentParser
-import AsyncHTTPClient
 import EchoRelayAPI
 import EchoRelayCore
 import EchoRelayServer
