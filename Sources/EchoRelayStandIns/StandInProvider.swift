@@ -107,27 +107,9 @@ public final class StandInProvider: Sendable {
     }
 
     public var requests: [RecordedRequest] { state.withLock { $0.requests } }
-
-    /// Waits until at least `count` requests have been recorded; returns all of them. The
-    /// relay can give up on a request (a timeout) before a busy machine lets this server
-    /// record it, so a count is read after this wait, not straight after an outcome.
-    @discardableResult
-    public func waitForRequests(count: Int, within limit: Duration) async throws -> [RecordedRequest] {
-        let clock = ContinuousClock()
-        let deadline = clock.now + limit
-        while true {
-            let received = requests
-            if received.count >= count { return received }
-            guard clock.now < deadline else {
-                throw StandInError("the provider received \(received.count) of \(count) requests within \(limit)")
-            }
-            try await Task.sleep(for: .milliseconds(20))
-        }
-    }
     public var port: Int { state.withLock { $0.port } }
     public var host: String { "127.0.0.1:\(port)" }
     public var digitsURL: String { "http://\(host)/1.1/sdk/account.json" }
-    public var twitterURL: String { "http://\(host)/1.1/account/verify_credentials.json" }
 
     // MARK: Running
 
@@ -252,19 +234,12 @@ public final class StandInProvider: Sendable {
 /// The provider's own OAuth 1.0a verification (RFC 5849), written separately from
 /// EchoRelay's so that a bug in one is caught by the other.
 enum ProviderOAuth {
+    /// RFC 3986's unreserved characters, the only ones OAuth leaves as they are.
+    static let unreserved = CharacterSet(charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+
+    /// Every other UTF-8 byte as upper-case `%XX` (Foundation's encoder, not EchoRelay's).
     static func encode(_ text: String) -> String {
-        var result = ""
-        for byte in text.utf8 {
-            switch byte {
-            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
-                 UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"),
-                 UInt8(ascii: "~"):
-                result.append(Character(Unicode.Scalar(byte)))
-            default:
-                result += String(format: "%%%02X", byte)
-            }
-        }
-        return result
+        text.addingPercentEncoding(withAllowedCharacters: unreserved)!
     }
 
     /// `OAuth k="v", …` → [k: v], or nil if it is not that shape.

@@ -64,7 +64,6 @@ public final class StandInSubscriber: Sendable {
 
         /// True when some known secret produced one of the `v1,` entries.
         public var signatureValid: Bool { !signedBy.isEmpty }
-        public var bodyText: String { String(decoding: body, as: UTF8.self) }
         /// The body as a JSON object, if it is one.
         public var object: [String: JSONValue]? { json?.objectValue }
     }
@@ -94,7 +93,6 @@ public final class StandInSubscriber: Sendable {
     /// Bodies larger than this are refused with `413` (and not recorded).
     public static let bodyLimit = 4 << 20
     private let state = Mutex(State())
-    private let arrived = WakeSignal()
 
     public init(secrets: [String] = []) {
         setSecrets(secrets)
@@ -152,25 +150,6 @@ public final class StandInSubscriber: Sendable {
     /// `http://127.0.0.1:PORT/hooks`, or another path.
     public func url(_ path: String = "/hooks") -> String {
         "http://127.0.0.1:\(port)" + (path.hasPrefix("/") ? path : "/" + path)
-    }
-
-    /// Waits until at least `count` deliveries have arrived; returns all of them.
-    /// Throws `StandInError` saying what did arrive when `within` runs out first.
-    @discardableResult
-    public func waitForDeliveries(count: Int, within limit: Duration) async throws -> [ReceivedDelivery] {
-        let clock = ContinuousClock()
-        let deadline = clock.now + limit
-        while true {
-            let received = deliveries
-            if received.count >= count { return received }
-            let now = clock.now
-            guard now < deadline else {
-                let seen = received.map { "\($0.path) \($0.webhookID ?? "-")" }.joined(separator: ", ")
-                throw StandInError("the subscriber received \(received.count) of \(count) deliveries within \(limit): [\(seen)]")
-            }
-            try Task.checkCancellation()
-            await arrived.wait(upTo: min(deadline - now, .milliseconds(50)))
-        }
     }
 
     // MARK: Running
@@ -266,7 +245,6 @@ public final class StandInSubscriber: Sendable {
             state.deliveries.append(delivery)
             return (answer, state.defaultAnswer, state.observer, delivery)
         }
-        arrived.wake()
         observer?(delivery, answer.statusCode ?? 200)
 
         switch answer {
