@@ -1,4 +1,3 @@
-import Dispatch
 import EchoRelayCore
 import Foundation
 import Synchronization

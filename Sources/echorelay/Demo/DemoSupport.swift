@@ -1,4 +1,3 @@
-import Dispatch
 import EchoRelayCore
 import EchoRelayStandIns
 import Foundation
