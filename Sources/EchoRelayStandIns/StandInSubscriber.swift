@@ -82,8 +82,6 @@ public final class StandInSubscriber: Sendable {
         var deliveries: [ReceivedDelivery] = []
         var port = 0
         var stopped = false
-        var hanging: [Int: Task<Void, Never>] = [:]
-        var nextHang = 0
         var refusesBadSignatures = false
         var observer: (@Sendable (ReceivedDelivery, Int) -> Void)?
     }
@@ -93,6 +91,8 @@ public final class StandInSubscriber: Sendable {
     /// Bodies larger than this are refused with `413` (and not recorded).
     public static let bodyLimit = 4 << 20
     private let state = Mutex(State())
+    /// Woken when the subscriber stops, to end every hang.
+    private let released = WakeSignal()
 
     public init(secrets: [String] = []) {
         setSecrets(secrets)
@@ -178,13 +178,11 @@ public final class StandInSubscriber: Sendable {
 
     /// Ends every hang now and makes later hangs end at once.
     private func releaseHanging() {
-        let tasks = state.withLock { state -> [Task<Void, Never>] in
-            state.stopped = true
-            defer { state.hanging.removeAll() }
-            return Array(state.hanging.values)
-        }
-        for task in tasks { task.cancel() }
+        state.withLock { $0.stopped = true }
+        released.wake()
     }
+
+    private var stopped: Bool { state.withLock { $0.stopped } }
 
     private func answer(_ request: Request) async -> Response {
         let received = Date()
@@ -262,29 +260,19 @@ public final class StandInSubscriber: Sendable {
     /// Sleeps for `duration` unless the subscriber stops or the request is cancelled first;
     /// returns true when cut short.
     private func hang(for duration: Duration) async -> Bool {
-        let sleeper = Task<Void, Never> { try? await Task.sleep(for: duration) }
-        let key = state.withLock { state -> Int? in
-            guard !state.stopped else { return nil }
-            state.nextHang += 1
-            state.hanging[state.nextHang] = sleeper
-            return state.nextHang
+        let end = ContinuousClock.now + duration
+        // A loop, not one wait: a wake that found no hang waiting is remembered (the last
+        // stop's, for a subscriber run again), and ends the next wait at once. A stop just as
+        // a hang starts to wait can miss it; the server's shutdown then cancels the request.
+        while !stopped, !Task.isCancelled, ContinuousClock.now < end {
+            await released.wait(upTo: end - ContinuousClock.now)
         }
-        guard let key else {
-            sleeper.cancel()
-            return true
-        }
-        await withTaskCancellationHandler {
-            await sleeper.value
-        } onCancel: {
-            sleeper.cancel()
-        }
-        let stillRegistered = state.withLock { $0.hanging.removeValue(forKey: key) != nil }
-        return !stillRegistered || sleeper.isCancelled
+        return stopped || Task.isCancelled
     }
 
     private func trickle(every interval: Duration) -> Response {
         Response(status: .ok, body: ResponseBody { writer in
-            while !self.state.withLock({ $0.stopped }) {
+            while !self.stopped {
                 try await writer.write(ByteBuffer(string: " "))
                 try await Task.sleep(for: interval)
             }
