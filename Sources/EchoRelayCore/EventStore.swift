@@ -89,7 +89,6 @@ public struct StoredEvent: Sendable, Equatable {
     /// When retention cut the event to its receipt: its deliveries, their attempts and its
     /// pushed payload are gone. Nil while it is kept whole.
     public var prunedAt: Date?
-
 }
 
 extension StoredEvent {

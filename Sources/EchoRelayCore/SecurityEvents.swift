@@ -106,7 +106,6 @@ public struct SecurityEventRecord: Sendable, Equatable {
     public var verificationState: String?
     /// The event it became (nil if it became none, or the event was deleted since).
     public var eventID: String?
-
 }
 
 extension SecurityEventRecord {

@@ -35,5 +35,4 @@ extension SQLiteEventStore {
             try await db.run("DELETE FROM console_sessions WHERE key_sha256 = ?1", [Blob(keyHash)])
         }
     }
-
 }

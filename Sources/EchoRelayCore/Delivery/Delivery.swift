@@ -151,7 +151,6 @@ public struct DeliveryRecord: Sendable, Equatable {
     public var finishedAt: Date?
     public var nextAttemptAt: Date?
     public var attempts: [DeliveryAttempt]
-
 }
 
 extension DeliveryRecord {

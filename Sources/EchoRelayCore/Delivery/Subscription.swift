@@ -16,7 +16,6 @@ public struct Subscription: Sendable, Equatable {
     public var updatedAt: Date
     public var lastSuccessAt: Date?
     public var failingSince: Date?
-
 }
 
 extension Subscription {

@@ -36,7 +36,6 @@ public struct SubscriptionDelivery: Sendable, Equatable {
     public var nextAttemptAt: Date?
     /// The last attempt's HTTP status; nil before any attempt or when none answered.
     public var lastStatusCode: Int?
-
 }
 
 extension SubscriptionDelivery {

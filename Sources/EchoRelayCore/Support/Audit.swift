@@ -13,7 +13,6 @@ public struct AuditEntry: Sendable, Equatable {
     public var filter: JSONValue?
     public var matched: Int?
     public var reason: String?
-
 }
 
 extension AuditEntry {

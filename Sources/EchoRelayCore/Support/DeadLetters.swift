@@ -38,7 +38,6 @@ public struct DeadLetter: Sendable, Equatable {
     public var deadAt: Date
     public var lastStatusCode: Int?
     public var lastError: String?
-
 }
 
 extension DeadLetter {

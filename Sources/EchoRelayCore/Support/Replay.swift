@@ -98,7 +98,6 @@ public struct Replay: Sendable, Equatable {
     public var createdAt: Date
     /// When it completed or was cancelled.
     public var finishedAt: Date?
-
 }
 
 extension Replay {

@@ -1,4 +1,3 @@
-
 /// What came back from the provider for one OAuth Echo request.
 public enum EchoAnswer: Sendable, Equatable {
     case response(status: Int, body: [UInt8])

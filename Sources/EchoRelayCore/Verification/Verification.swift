@@ -100,7 +100,6 @@ public struct UserState: Sendable, Equatable {
     public var lastSequence: Int64
     public var lastEventAt: Date
     public var updatedAt: Date
-
 }
 
 extension UserState {
