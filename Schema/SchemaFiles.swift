@@ -27,6 +27,7 @@ public enum SchemaFiles {
         File(version: 15, name: "015_no_parent_locks.sql", sql: text(PackageResources._15_no_parent_locks_sql)),
         File(version: 16, name: "016_keys_carry_the_user.sql", sql: text(PackageResources._16_keys_carry_the_user_sql)),
         File(version: 17, name: "017_parked_heads_by_key.sql", sql: text(PackageResources._17_parked_heads_by_key_sql)),
+        File(version: 18, name: "018_oauth2.sql", sql: text(PackageResources._18_oauth2_sql)),
     ]
 
     /// SQLite migrations for the embedded store, in the order they apply. Their names carry
@@ -42,6 +43,7 @@ public enum SchemaFiles {
         File(version: 8, name: "008_sqlite_subscription_deliveries.sql", sql: text(PackageResources._08_sqlite_subscription_deliveries_sql)),
         File(version: 9, name: "009_sqlite_recover.sql", sql: text(PackageResources._09_sqlite_recover_sql)),
         File(version: 10, name: "010_sqlite_retention.sql", sql: text(PackageResources._10_sqlite_retention_sql)),
+        File(version: 11, name: "011_sqlite_oauth2.sql", sql: text(PackageResources._11_sqlite_oauth2_sql)),
     ]
 
     private static func text(_ bytes: [UInt8]) -> String {

@@ -15,6 +15,8 @@ extension API {
         @Nullable public var provider: ProviderValues?
         /// `push` or `set`.
         public var source: String
+        /// How the provider confirmed it: `echo`, `oauth2` or `set`.
+        public var path: String
         /// The Security Event Token it came as, for `source` `set`.
         @Nullable public var security_event: SecurityEventOrigin?
         /// When retention cut the event to its receipt (its deliveries are gone); null while kept whole.
@@ -23,8 +25,9 @@ extension API {
 
         public init(id: String, type: String, user_id: String, sequence: Int64, status: String, reason: String?,
                     occurred_at: String, received_at: String, decided_at: String?, verified_at: String?,
-                    provider: ProviderValues?, source: String, security_event: SecurityEventOrigin?, pruned_at: String? = nil,
-                    deliveries: [Delivery]) {
+                    provider: ProviderValues?, source: String, path: String = "echo", security_event: SecurityEventOrigin?,
+                    pruned_at: String? = nil, deliveries: [Delivery]) {
+            self.path = path
             self.pruned_at = pruned_at
             self.id = id
             self.type = type

@@ -79,15 +79,30 @@ extension API {
         }
     }
 
-    /// `POST /v1/events/{id}/reverify` (schema `ReverifyRequest`): fresh echo headers.
+    /// `POST /v1/events/{id}/reverify` (schema `ReverifyRequest`): fresh echo headers, or the
+    /// user's current access token; the other is left out.
     public struct ReverifyRequest: Codable, Sendable, Equatable {
         public var reason: String
-        public var echo: EchoCredentials
+        public var echo: EchoCredentials?
+        public var oauth2: OAuth2Credentials?
 
-        public init(reason: String, echo: EchoCredentials) {
+        public init(reason: String, echo: EchoCredentials? = nil, oauth2: OAuth2Credentials? = nil) {
             self.reason = reason
             self.echo = echo
+            self.oauth2 = oauth2
         }
+    }
+
+    /// An event's `oauth2` object (schema `OAuth2Credentials`). `access_token` is a credential:
+    /// printed, it shows as redacted.
+    public struct OAuth2Credentials: Codable, Sendable, Equatable, CustomStringConvertible {
+        public var access_token: String
+
+        public init(access_token: String) {
+            self.access_token = access_token
+        }
+
+        public var description: String { "OAuth2Credentials(access_token: <redacted>)" }
     }
 
     /// An event's `echo` object (schema `EchoCredentials`). `authorization` is a credential:

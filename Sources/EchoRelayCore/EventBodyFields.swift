@@ -33,7 +33,7 @@ enum FieldValue: Sendable, Equatable {
 }
 
 /// The values of an event body at the paths the validator reads, nil where the key is absent.
-/// The nested paths (`data.phone_number`, `echo.…`) are filled only when their parent is an
+/// The nested paths (`data.phone_number`, `echo.…`, `oauth2.…`) are filled only when their parent is an
 /// object; nothing else of the body is kept.
 struct EventBodyFields: Sendable, Equatable {
     var id: FieldValue?
@@ -45,6 +45,8 @@ struct EventBodyFields: Sendable, Equatable {
     var phoneNumber: FieldValue?
     var serviceProvider: FieldValue?
     var authorization: FieldValue?
+    var oauth2: FieldValue?
+    var accessToken: FieldValue?
 
     init() {}
 
@@ -62,6 +64,10 @@ struct EventBodyFields: Sendable, Equatable {
         if case .object(let echo)? = object["echo"] {
             serviceProvider = echo["service_provider"].map(FieldValue.init)
             authorization = echo["authorization"].map(FieldValue.init)
+        }
+        oauth2 = object["oauth2"].map(FieldValue.init)
+        if case .object(let oauth2)? = object["oauth2"] {
+            accessToken = oauth2["access_token"].map(FieldValue.init)
         }
     }
 }

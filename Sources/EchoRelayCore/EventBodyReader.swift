@@ -50,11 +50,11 @@ struct EventBodyReader {
 
     /// Where an object lies, which decides the fields its members can be.
     private enum Place {
-        case root, data, echo, elsewhere
+        case root, data, echo, oauth2, elsewhere
     }
 
     private enum Field {
-        case id, type, userID, occurredAt, data, echo, phoneNumber, serviceProvider, authorization
+        case id, type, userID, occurredAt, data, echo, oauth2, phoneNumber, serviceProvider, authorization, accessToken
     }
 
     private let bytes: UnsafeBufferPointer<UInt8>
@@ -156,7 +156,12 @@ struct EventBodyReader {
                 index += 1
                 output.append(UInt8(ascii: ":"))
                 skipWhiteSpace()
-                let inner: Place = field == .data ? .data : field == .echo ? .echo : .elsewhere
+                let inner: Place = switch field {
+                case .data?: .data
+                case .echo?: .echo
+                case .oauth2?: .oauth2
+                default: .elsewhere
+                }
                 let value = try readValue(inner, keepingText: field != nil)
                 if let field { set(field, value) }
                 output.endMember()
@@ -213,6 +218,7 @@ struct EventBodyReader {
             switch key.count {
             case 2: return isKey("id") ? .id : nil
             case 4: return isKey("type") ? .type : isKey("data") ? .data : isKey("echo") ? .echo : nil
+            case 6: return isKey("oauth2") ? .oauth2 : nil
             case 7: return isKey("user_id") ? .userID : nil
             case 11: return isKey("occurred_at") ? .occurredAt : nil
             default: return nil
@@ -221,6 +227,8 @@ struct EventBodyReader {
             return isKey("phone_number") ? .phoneNumber : nil
         case .echo:
             return isKey("service_provider") ? .serviceProvider : isKey("authorization") ? .authorization : nil
+        case .oauth2:
+            return isKey("access_token") ? .accessToken : nil
         case .elsewhere:
             return nil
         }
@@ -237,6 +245,8 @@ struct EventBodyReader {
         case .phoneNumber: fields.phoneNumber = value
         case .serviceProvider: fields.serviceProvider = value
         case .authorization: fields.authorization = value
+        case .oauth2: fields.oauth2 = value
+        case .accessToken: fields.accessToken = value
         }
     }
 

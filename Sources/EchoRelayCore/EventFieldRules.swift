@@ -85,6 +85,35 @@ public enum EventFieldRules {
         return nil
     }
 
+    /// `echo` and `oauth2` together: an event is confirmed one way only.
+    public static let bothProofsReason = "must not be sent with echo: an event carries exactly one of echo and oauth2"
+
+    public static let maximumAccessTokenLength = 4096
+
+    /// `oauth2.access_token`: an RFC 6750 `b64token` (it is sent as `Authorization: Bearer`),
+    /// 1 to 4096 characters: letters, digits and `- . _ ~ + /`, then any `=` padding.
+    public static func accessTokenProblem(_ token: String) -> String? {
+        let bytes = token.utf8
+        guard (1...maximumAccessTokenLength).contains(bytes.count) else {
+            return "must be 1 to \(maximumAccessTokenLength) characters long"
+        }
+        func isTokenCharacter(_ byte: UInt8) -> Bool {
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+                 UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"), UInt8(ascii: "+"), UInt8(ascii: "/"):
+                true
+            default:
+                false
+            }
+        }
+        let body = bytes.prefix { isTokenCharacter($0) }
+        let padding = bytes.dropFirst(body.count)
+        guard !body.isEmpty, padding.allSatisfy({ $0 == UInt8(ascii: "=") }) else {
+            return "must be an OAuth 2 bearer token: letters, digits and - . _ ~ + /, then any = padding"
+        }
+        return nil
+    }
+
     /// A rule's answer from the bytes alone, or word that the value is not ASCII.
     private enum ASCIIAnswer {
         case problem(String?)

@@ -45,6 +45,10 @@ public protocol EventStore: Sendable {
     /// Whether the provider once confirmed the token with this SHA-256 for this user.
     func isTokenConfirmed(userID: String, tokenHash: [UInt8]) async throws -> Bool
 
+    /// The token with this SHA-256 as confirmed for this user (its `exp`, and whether a later
+    /// verified rotation replaced it), or nil if the provider never confirmed it for them.
+    func confirmedToken(userID: String, tokenHash: [UInt8]) async throws -> ConfirmedToken?
+
     /// The user's current verified state, or nil before their first verified event.
     func user(id: String) async throws -> UserState?
 }
@@ -86,6 +90,7 @@ public struct StoredEvent: Sendable, Equatable {
     public var providerUserID: String?
     public var providerPhoneNumber: String?
     public var source: EventSource = .push
+    public var path: VerificationPath = .echo
     /// When retention cut the event to its receipt: its deliveries, their attempts and its
     /// pushed payload are gone. Nil while it is kept whole.
     public var prunedAt: Date?
@@ -97,14 +102,15 @@ extension StoredEvent {
         e.id, e.type, e.user_id, e.sequence, e.occurred_at, e.received_at, e.status, e.status_reason,
         e.decided_at, e.verified_at, e.pruned_at
         """
-    /// A list's columns, then the provider's answer and the source: what `init(row:)` reads.
-    public static let columns = summaryColumns + ", e.provider_user_id, e.provider_phone_number, e.source"
+    /// A list's columns, then the provider's answer, the source and the path: what `init(row:)` reads.
+    public static let columns = summaryColumns + ", e.provider_user_id, e.provider_phone_number, e.source, e.path"
 
     public init(row: some StoreRow) throws {
         try self.init(summaryRow: row)
         providerUserID = try row.optionalString(11)
         providerPhoneNumber = try row.optionalString(12)
         source = try row.value(13, "source of event \(id)")
+        path = try row.value(14, "path of event \(id)")
     }
 
     /// An event as a list shows it: without the provider's answer, and read as pushed.

@@ -50,7 +50,8 @@ extension EventType {
         EventTypeDescriptor(
             name: "token.rotated",
             summary: "the user's session token was replaced",
-            evidence: .sessionAlive
+            evidence: .sessionAlive,
+            replacesToken: true
         ),
         EventTypeDescriptor(
             name: "phone.changed",
@@ -109,11 +110,15 @@ public struct EventTypeDescriptor: Sendable {
     public let deliversPhoneNumber: Bool
     /// The user's state once an event of the type is verified (`GET /v1/users/{user_id}`).
     public let userStateAfter: UserState.State
+    /// Whether the token it confirms replaces the user's earlier ones: their death no longer
+    /// proves that the session ended (the OAuth 2 deactivation rule).
+    public let replacesToken: Bool
 
     public init(
         name: String, summary: String, phoneNumber: Presence = .optional, evidence: Evidence,
-        deliversPhoneNumber: Bool = false, userStateAfter: UserState.State = .active
+        deliversPhoneNumber: Bool = false, userStateAfter: UserState.State = .active, replacesToken: Bool = false
     ) {
+        self.replacesToken = replacesToken
         self.name = name
         self.summary = summary
         self.phoneNumber = phoneNumber

@@ -75,7 +75,7 @@ extension IncomingEvent {
         var echo: EchoCredentials?
         switch fields.echo {
         case nil, .null?:
-            problems.list.append(.init(field: "echo", reason: "is required"))
+            if !fields.oauth2.isGiven { problems.list.append(.init(field: "echo", reason: "is required")) }
         case .object?:
             let serviceProvider = problems.string("echo.service_provider", fields.serviceProvider, check: EventFieldRules.serviceProviderProblem)
             let authorization = problems.string("echo.authorization", fields.authorization, check: EventFieldRules.authorizationProblem)
@@ -86,13 +86,36 @@ extension IncomingEvent {
             problems.list.append(.init(field: "echo", reason: "must be an object, not \(other.typeName)"))
         }
 
-        guard problems.list.isEmpty, let id, let type, let userID, let occurredAt, let echo else {
+        var oauth2: OAuth2Credentials?
+        switch fields.oauth2 {
+        case nil, .null?:
+            break
+        case _ where fields.echo.isGiven:
+            problems.list.append(.init(field: "oauth2", reason: EventFieldRules.bothProofsReason))
+        case .object?:
+            oauth2 = problems.string("oauth2.access_token", fields.accessToken, check: EventFieldRules.accessTokenProblem)
+                .map { OAuth2Credentials(accessToken: Secret($0)) }
+        case let other?:
+            problems.list.append(.init(field: "oauth2", reason: "must be an object, not \(other.typeName)"))
+        }
+
+        guard problems.list.isEmpty, let id, let type, let userID, let occurredAt, echo != nil || oauth2 != nil else {
             throw .invalidFields(problems.list)
         }
         return IncomingEvent(
             id: id, type: type, userID: userID, occurredAt: occurredAt, phoneNumber: phoneNumber,
-            echo: echo, fingerprint: fingerprint()
+            echo: echo, oauth2: oauth2, fingerprint: fingerprint()
         )
+    }
+}
+
+extension Optional<FieldValue> {
+    /// Present with a value other than `null`.
+    var isGiven: Bool {
+        switch self {
+        case nil, .null?: false
+        default: true
+        }
     }
 }
 

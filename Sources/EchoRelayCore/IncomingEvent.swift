@@ -12,8 +12,19 @@ public struct EchoCredentials: Sendable, Equatable {
     }
 }
 
+/// The OAuth 2 proof pushed with an event: the user's current access token, which EchoRelay
+/// introspects (RFC 7662) with the configured authorization server. A credential, never printed.
+public struct OAuth2Credentials: Sendable, Equatable {
+    public var accessToken: Secret
+
+    public init(accessToken: Secret) {
+        self.accessToken = accessToken
+    }
+}
+
 /// A session update as the provider pushed it to `POST /v1/events`, validated but not yet
-/// verified: nothing in it is trusted until OAuth Echo confirms it.
+/// verified: nothing in it is trusted until the provider confirms it, over OAuth Echo or
+/// OAuth 2 (exactly one of `echo` and `oauth2` is set).
 public struct IncomingEvent: Sendable {
     public static let maximumBodySize = 64 * 1024
 
@@ -23,14 +34,15 @@ public struct IncomingEvent: Sendable {
     public var occurredAt: Date
     /// `data.phone_number` as pushed (required where the type's descriptor says so, kept if present otherwise).
     public var phoneNumber: String?
-    public var echo: EchoCredentials
+    public var echo: EchoCredentials?
+    public var oauth2: OAuth2Credentials?
     /// SHA-256 of the body's canonical JSON: the same `id` with the same fingerprint is a
     /// retry; with another fingerprint it is a conflict. Key order and spacing do not count.
     public var fingerprint: [UInt8]
 
     public init(
         id: String, type: EventType, userID: String, occurredAt: Date, phoneNumber: String?,
-        echo: EchoCredentials, fingerprint: [UInt8]
+        echo: EchoCredentials?, oauth2: OAuth2Credentials? = nil, fingerprint: [UInt8]
     ) {
         self.id = id
         self.type = type
@@ -38,8 +50,12 @@ public struct IncomingEvent: Sendable {
         self.occurredAt = occurredAt
         self.phoneNumber = phoneNumber
         self.echo = echo
+        self.oauth2 = oauth2
         self.fingerprint = fingerprint
     }
+
+    /// How the provider will be asked about it.
+    public var path: VerificationPath { oauth2 == nil ? .echo : .oauth2 }
 }
 
 /// One reason a field was refused, named by its dotted path (`data.phone_number`).

@@ -13,6 +13,8 @@ struct IngestController<Context: RequestContext>: Sendable {
     let metrics: RelayMetrics
     /// Refuses new events while the backlog is past its limit; nil: no limit.
     let backlog: BacklogLimit?
+    /// The proofs this relay can have confirmed; another is refused before anything is stored.
+    let acceptedProofs: AcceptedProofs
     /// Told of each new event, with whether it was handed to this process's verify worker.
     let workCreated: @Sendable (_ handedOff: Bool) -> Void
     let summary = IngestSummary()
@@ -78,7 +80,10 @@ struct IngestController<Context: RequestContext>: Sendable {
         } catch .malformed(let reason) {
             throw Problem(.badRequest, slug: "malformed-body", title: "Malformed body", detail: reason)
         } catch .invalidFields(let problems) {
-            throw Problem(.unprocessableContent, slug: "invalid-event", title: "Invalid event", fields: problems)
+            throw Problem(.unprocessableContent, slug: "invalid-event", title: "Invalid event", fields: acceptedProofs.named(problems))
+        }
+        if let problem = acceptedProofs.problem(event.path, type: event.type) {
+            throw Problem(.unprocessableContent, slug: "invalid-event", title: "Invalid event", fields: [problem])
         }
 
         type = event.type

@@ -24,17 +24,20 @@ public struct HTTPDependencies: Sendable {
     public var securityEvents: SecurityEventReceiver?
     /// `POST /v1/subscriptions/{id}/test`; nil: not served (404).
     public var sendTestDelivery: SendTestDelivery?
+    /// The proofs ingest and re-verification accept: those of the configured providers.
+    public var acceptedProofs: AcceptedProofs
 
     public init(
         store: any EchoRelayStore, subscriberURLPolicy: SubscriberURLPolicy, ingestSecrets: [WebhookSecret],
         authorizer: BearerAuthorizer, requestTimeout: Duration = .seconds(30),
         metrics: RelayMetrics = RelayMetrics(), metricsRegistry: PrometheusCollectorRegistry = PrometheusCollectorRegistry(),
         backlog: BacklogLimit? = nil, securityEvents: SecurityEventReceiver? = nil, sendTestDelivery: SendTestDelivery? = nil,
-        now: @escaping @Sendable () -> Date = { Date() },
+        acceptedProofs: AcceptedProofs = .all, now: @escaping @Sendable () -> Date = { Date() },
         workCreated: @escaping @Sendable (WorkKind) -> Void = { _ in }
     ) {
         self.securityEvents = securityEvents
         self.sendTestDelivery = sendTestDelivery
+        self.acceptedProofs = acceptedProofs
         self.requestTimeout = requestTimeout
         self.backlog = backlog
         self.metrics = metrics
@@ -60,14 +63,15 @@ public func buildRouter(servesAPI: Bool = true, _ dependencies: HTTPDependencies
     let workCreated = dependencies.workCreated
     IngestController(
         store: dependencies.store, ingestSecrets: dependencies.ingestSecrets, now: dependencies.now, metrics: dependencies.metrics,
-        backlog: dependencies.backlog, workCreated: { handedOff in workCreated(handedOff ? .verificationHandedOff : .verification) }
+        backlog: dependencies.backlog, acceptedProofs: dependencies.acceptedProofs,
+        workCreated: { handedOff in workCreated(handedOff ? .verificationHandedOff : .verification) }
     ).addRoutes(to: router)
     SecurityEventsController(
         store: dependencies.store, receiver: dependencies.securityEvents, authorizer: dependencies.authorizer,
         backlog: dependencies.backlog, metrics: dependencies.metrics, workCreated: { workCreated(.verification) }
     ).addRoutes(to: router)
     SupportController(store: dependencies.store, authorizer: dependencies.authorizer, workCreated: dependencies.workCreated,
-                      metrics: dependencies.metrics).addRoutes(to: router)
+                      metrics: dependencies.metrics, acceptedProofs: dependencies.acceptedProofs).addRoutes(to: router)
     ReplaysController(store: dependencies.store, authorizer: dependencies.authorizer, replayStarted: { workCreated(.replay) },
                       metrics: dependencies.metrics).addRoutes(to: router)
     DeadLettersController(store: dependencies.store, authorizer: dependencies.authorizer, deliveriesCreated: { workCreated(.delivery) })

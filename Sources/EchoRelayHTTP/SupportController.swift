@@ -11,6 +11,8 @@ struct SupportController<Context: RequestContext>: Sendable {
     /// Called after new deliveries or verification work were committed, to wake their workers.
     let workCreated: @Sendable (WorkKind) -> Void
     let metrics: RelayMetrics
+    /// The proofs a re-verification may bring.
+    let acceptedProofs: AcceptedProofs
 
     func addRoutes(to router: Router<Context>) {
         router.get("/v1/users/{user_id}", use: user)
@@ -97,13 +99,18 @@ struct SupportController<Context: RequestContext>: Sendable {
         let actor = try await authorizer.require(request, roles: .staff)
         let eventID = try context.parameters.decoded("id")
         let body = try await supportBody(request, ReverifyRequest.parse)
+        if let event = try await store.event(id: eventID), let problem = acceptedProofs.problem(body.proof.path, type: event.type) {
+            throw Problem(.unprocessableContent, slug: "invalid-request", title: "Invalid request", fields: [problem])
+        }
         do {
-            try await store.reverify(eventID: eventID, echo: body.echo, actor: actor, reason: body.reason)
+            try await store.reverify(eventID: eventID, proof: body.proof, actor: actor, reason: body.reason)
         } catch let error as ReplayError {
             throw Problem(error, eventID: eventID)
         }
         workCreated(.verification)
-        context.logger.info("event sent for re-verification", metadata: ["event.id": "\(eventID)", "actor": "\(actor.name)"])
+        context.logger.info("event sent for re-verification", metadata: [
+            "event.id": "\(eventID)", "actor": "\(actor.name)", "verify.path": "\(body.proof.path.rawValue)",
+        ])
         return try JSONResponse.make(status: .accepted, API.ReverifyAccepted(id: eventID, status: EventStatus.pending.rawValue))
     }
 }

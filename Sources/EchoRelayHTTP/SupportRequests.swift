@@ -83,14 +83,15 @@ public struct RedriveRequest: Sendable, Equatable {
 
 public struct ReverifyRequest: Sendable, Equatable {
     public var reason: String
-    public var echo: EchoCredentials
+    /// Fresh echo headers, or the user's current access token.
+    public var proof: VerificationProof
 
     public static func parse(_ body: some Collection<UInt8>) throws(EventParseError) -> ReverifyRequest {
         var reader = try SupportBodyReader(body)
         let reason = reader.reason()
-        let echo = reader.echo()
+        let proof = reader.proof()
         try reader.finish()
-        return ReverifyRequest(reason: reason!, echo: echo!)
+        return ReverifyRequest(reason: reason!, proof: proof!)
     }
 }
 
@@ -228,6 +229,24 @@ private struct SupportBodyReader {
             problems.append(.init(field: name, reason: "must be true or false, not \(other.typeName)"))
             return nil
         }
+    }
+
+    /// Exactly one of `echo` and `oauth2`, with the same rules as on ingest. Reasons never
+    /// quote a credential.
+    mutating func proof() -> VerificationProof? {
+        known.insert("oauth2")
+        guard let oauth2 = object["oauth2"], oauth2 != .null else { return echo().map(VerificationProof.echo) }
+        if let echo = object["echo"], echo != .null {
+            known.insert("echo")
+            problems.append(.init(field: "oauth2", reason: EventFieldRules.bothProofsReason))
+            return nil
+        }
+        guard case .object(let fields) = oauth2 else {
+            problems.append(.init(field: "oauth2", reason: "must be an object, not \(oauth2.typeName)"))
+            return nil
+        }
+        return requiredString("oauth2.access_token", fields["access_token"], check: EventFieldRules.accessTokenProblem)
+            .map { .oauth2(OAuth2Credentials(accessToken: Secret($0))) }
     }
 
     /// `echo`, required, with the same rules as on ingest. Reasons never quote the header.

@@ -166,14 +166,15 @@ struct ClaimVerificationsStatement: PostgresPreparedStatement {
             RETURNING w.id, w.attempts, w.event_id
         )
         SELECT l.id, l.attempts, e.id, e.type, e.user_id, e.sequence, e.occurred_at,
-               e.pushed_phone_number, e.echo_service_provider, e.echo_authorization, e.source
+               e.pushed_phone_number, e.echo_service_provider, e.echo_authorization, e.source,
+               e.oauth2_access_token, e.path
         -- An event per item, by its key (the LIMIT keeps the planner from making it a join).
         FROM leased l CROSS JOIN LATERAL (SELECT * FROM events e WHERE e.id = l.event_id LIMIT 1) e
         """
 
     static let bindingDataTypes: [PostgresDataType] = [.int8, .text, .float8]
 
-    typealias Row = (Int64, Int, String, String, String, Int64, Date, String?, String?, String?, String)
+    typealias Row = (Int64, Int, String, String, String, Int64, Date, String?, String?, String?, String, String?, String)
 
     var owner: String
     var limit: Int

@@ -23,8 +23,8 @@ struct IngestStatement: PostgresPreparedStatement {
     static let sql = """
         WITH input AS (
             SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[],
-                                 $5::bytea[], $6::text[], $7::text[], $8::text[])
-                WITH ORDINALITY AS i(id, user_id, type, occurred_at, fingerprint, phone, provider, echo_auth, position)
+                                 $5::bytea[], $6::text[], $7::text[], $8::text[], $12::text[])
+                WITH ORDINALITY AS i(id, user_id, type, occurred_at, fingerprint, phone, provider, echo_auth, oauth2_token, position)
         ), counts AS (
             SELECT user_id, count(*) AS n FROM input GROUP BY user_id
         ), next AS (
@@ -34,10 +34,11 @@ struct IngestStatement: PostgresPreparedStatement {
             RETURNING user_id, last_sequence
         ), stored AS (
             INSERT INTO events (id, user_id, sequence, type, occurred_at, fingerprint,
-                                pushed_phone_number, echo_service_provider, echo_authorization)
+                                pushed_phone_number, echo_service_provider, echo_authorization, oauth2_access_token, path)
             SELECT f.id, f.user_id,
                    next.last_sequence - counts.n + row_number() OVER (PARTITION BY f.user_id ORDER BY f.position),
-                   f.type, f.occurred_at, f.fingerprint, nullif(f.phone, ''), f.provider, f.echo_auth
+                   f.type, f.occurred_at, f.fingerprint, nullif(f.phone, ''), nullif(f.provider, ''), nullif(f.echo_auth, ''),
+                   nullif(f.oauth2_token, ''), CASE WHEN f.oauth2_token = '' THEN 'echo' ELSE 'oauth2' END
             FROM input f JOIN counts USING (user_id) JOIN next USING (user_id)
             RETURNING id, user_id, sequence
         ), work AS (
@@ -55,7 +56,7 @@ struct IngestStatement: PostgresPreparedStatement {
 
     static let bindingDataTypes: [PostgresDataType] = [
         .textArray, .textArray, .textArray, .timestamptzArray, .byteaArray, .textArray, .textArray, .textArray, .text,
-        .text, .float8,
+        .text, .float8, .textArray,
     ]
 
     typealias Row = (String, Int64, Int64)
@@ -65,18 +66,21 @@ struct IngestStatement: PostgresPreparedStatement {
     var handOff: HandOff?
 
     func makeBindings() -> PostgresBindings {
-        var bindings = PostgresBindings(capacity: 11)
+        var bindings = PostgresBindings(capacity: 12)
         bindings.append(events.map(\.id))
         bindings.append(events.map(\.userID))
         bindings.append(events.map(\.type.rawValue))
         bindings.append(events.map(\.occurredAt))
         bindings.append(events.map { ByteBuffer(bytes: $0.fingerprint) })
         bindings.append(events.map { $0.phoneNumber ?? "" })
-        bindings.append(events.map(\.echo.serviceProvider))
-        bindings.append(events.map(\.echo.authorization.revealed))
+        // An event carries exactly one proof; the other's columns are '' here (the arrays hold no
+        // NULLs), NULL once stored. None of these values can be empty.
+        bindings.append(events.map { $0.echo?.serviceProvider ?? "" })
+        bindings.append(events.map { $0.echo?.authorization.revealed ?? "" })
         bindings.append(wakePayload)
         bindings.append(handOff?.owner)
         bindings.append(handOff.map(\.lease.seconds))
+        bindings.append(events.map { $0.oauth2?.accessToken.revealed ?? "" })
         return bindings
     }
 

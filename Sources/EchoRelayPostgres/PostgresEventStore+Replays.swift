@@ -270,7 +270,8 @@ extension PostgresEventStore: ReplayStore {
         return found ? try await replay(id: id) : nil
     }
 
-    public func reverify(eventID: String, echo: EchoCredentials, actor: Principal, reason: String) async throws {
+    public func reverify(eventID: String, proof: VerificationProof, actor: Principal, reason: String) async throws {
+        let (echo, oauth2) = proof.columns
         try await transaction { connection in
             let current = try await (try await connection.query(
                 "SELECT status FROM events WHERE id = \(eventID) FOR UPDATE", logger: logger
@@ -282,7 +283,8 @@ extension PostgresEventStore: ReplayStore {
             try await connection.query("""
                 UPDATE events
                 SET status = 'pending', status_reason = NULL, decided_at = NULL,
-                    echo_service_provider = \(echo.serviceProvider), echo_authorization = \(echo.authorization.revealed)
+                    echo_service_provider = \(echo?.serviceProvider), echo_authorization = \(echo?.authorization.revealed),
+                    oauth2_access_token = \(oauth2?.accessToken.revealed), path = \(proof.path.rawValue)
                 WHERE id = \(eventID)
                 """, logger: logger)
             try await connection.query(

@@ -35,9 +35,9 @@ extension PostgresEventStore: SecurityEventStore {
                 RETURNING last_sequence
                 """, logger: logger).decode(Int64.self).gathered().first ?? 0
             try await connection.query("""
-                INSERT INTO events (id, user_id, sequence, type, occurred_at, fingerprint, pushed_phone_number, source)
+                INSERT INTO events (id, user_id, sequence, type, occurred_at, fingerprint, pushed_phone_number, source, path)
                 VALUES (\(eventID), \(userID), \(sequence), \(type.rawValue), \(occurredAt),
-                        \(ByteBuffer(bytes: received.fingerprint)), \(phone), 'set')
+                        \(ByteBuffer(bytes: received.fingerprint)), \(phone), 'set', 'set')
                 """, logger: logger)
             try await connection.query(
                 "INSERT INTO work_items (kind, event_id, user_id) VALUES ('verify', \(eventID), \(userID))", logger: logger

@@ -7,17 +7,19 @@ extension PostgresEventStore {
         do {
             let rows = try await client.execute(ClaimVerificationsStatement(owner: owner, limit: limit, lease: lease), logger: logger)
             var tasks: [VerificationTask] = []
-            for try await (itemID, attempts, eventID, type, userID, sequence, occurredAt, phone, provider, authorization, source)
-                in rows {
-                guard let type = EventType(rawValue: type), let source = EventSource(rawValue: source) else {
-                    throw StoreError.unexpected("event \(eventID) has an unknown type or source")
+            for try await (itemID, attempts, eventID, type, userID, sequence, occurredAt, phone, provider, authorization, source,
+                           accessToken, path) in rows {
+                guard let type = EventType(rawValue: type), let source = EventSource(rawValue: source),
+                      let path = VerificationPath(rawValue: path) else {
+                    throw StoreError.unexpected("event \(eventID) has an unknown type, source or path")
                 }
                 let echo = provider.flatMap { provider in
                     authorization.map { EchoCredentials(serviceProvider: provider, authorization: Secret($0)) }
                 }
                 tasks.append(VerificationTask(
                     workItemID: itemID, eventID: eventID, type: type, userID: userID, sequence: sequence,
-                    occurredAt: occurredAt, pushedPhoneNumber: phone, echo: echo, attempts: attempts, source: source
+                    occurredAt: occurredAt, pushedPhoneNumber: phone, echo: echo,
+                    oauth2: accessToken.map { OAuth2Credentials(accessToken: Secret($0)) }, attempts: attempts, source: source, path: path
                 ))
             }
             return tasks
@@ -118,6 +120,15 @@ extension PostgresEventStore {
         }
     }
 
+    public func confirmedToken(userID: String, tokenHash: [UInt8]) async throws -> ConfirmedToken? {
+        try await rows("""
+            SELECT t.expires_at, EXISTS (
+                SELECT 1 FROM verified_tokens o
+                WHERE o.user_id = t.user_id AND o.token_sha256 <> t.token_sha256 AND o.rotated_sequence > t.last_sequence)
+            FROM verified_tokens t WHERE t.user_id = \(userID) AND t.token_sha256 = \(Data(tokenHash))
+            """) { ConfirmedToken(expiresAt: try $0.optionalDate(0), superseded: try $0.bool(1)) }.first
+    }
+
     public func user(id: String) async throws -> UserState? {
         try await rows("SELECT \(unescaped: UserState.columns) FROM users WHERE user_id = \(id)", UserState.init(row:)).first
     }
@@ -147,6 +158,9 @@ struct VerificationFinish: Sendable {
         let provider_user_id: String?
         let provider_phone: String?
         let token_hash: String?
+        /// The confirmed token's `exp` (seconds since 1970), and whether its event replaces the user's earlier tokens.
+        let token_expires: Double?
+        let replaces_token: Bool
         /// The user's state and phone number if this verified event moves them.
         let state: String
         let user_phone: String?
@@ -171,6 +185,8 @@ struct VerificationFinish: Sendable {
             provider_user_id = outcome.providerUserID
             provider_phone = outcome.providerPhoneNumber
             token_hash = outcome.confirmedTokenHash.map { Data($0).base64EncodedString() }
+            token_expires = outcome.confirmedTokenExpiry?.timeIntervalSince1970
+            replaces_token = task.type.descriptor.replacesToken
             state = stateAfter.rawValue
             user_phone = stateAfter == .deactivated ? nil : outcome.providerPhoneNumber
             hand_owner = finish.handOff?.owner
@@ -192,6 +208,8 @@ struct VerificationFinish: Sendable {
             row.add("provider_user_id", provider_user_id)
             row.add("provider_phone", provider_phone)
             row.add("token_hash", token_hash)
+            row.add("token_expires", token_expires)
+            row.add("replaces_token", replaces_token)
             row.add("state", state)
             row.add("user_phone", user_phone)
             row.add("hand_owner", hand_owner)
@@ -208,7 +226,8 @@ struct FinishRoundStatement: PostgresPreparedStatement {
             SELECT * FROM jsonb_to_recordset($1::jsonb) AS x(
                 position int, item bigint, owner text, event_id text, user_id text, sequence bigint, type text, occurred_at float8,
                 status text, reason text, verified boolean, provider_user_id text, provider_phone text,
-                token_hash text, state text, user_phone text, hand_owner text, hand_lease float8)
+                token_hash text, token_expires float8, replaces_token boolean, state text, user_phone text,
+                hand_owner text, hand_lease float8)
         ), kept AS (
             -- By key (`= ANY`): a join the planner may hash would read every work item.
             DELETE FROM work_items w USING input x
@@ -221,14 +240,22 @@ struct FinishRoundStatement: PostgresPreparedStatement {
             SET status = f.status, status_reason = f.reason, decided_at = now(),
                 verified_at = CASE WHEN f.verified THEN now() END,
                 provider_user_id = f.provider_user_id, provider_phone_number = f.provider_phone,
-                echo_service_provider = NULL, echo_authorization = NULL
+                echo_service_provider = NULL, echo_authorization = NULL, oauth2_access_token = NULL
             FROM finished f WHERE e.id = f.event_id
         ), tokens AS (
-            INSERT INTO verified_tokens (user_id, token_sha256)
-            SELECT DISTINCT f.user_id, decode(f.token_hash, 'base64') FROM finished f
+            -- One row per token (a statement may move a row once): its newest confirmation,
+            -- and its newest rotation.
+            INSERT INTO verified_tokens (user_id, token_sha256, expires_at, last_sequence, rotated_sequence)
+            SELECT f.user_id, decode(f.token_hash, 'base64'), to_timestamp(max(f.token_expires)), max(f.sequence),
+                   max(f.sequence) FILTER (WHERE f.replaces_token)
+            FROM finished f
             WHERE f.token_hash IS NOT NULL
+            GROUP BY f.user_id, f.token_hash
             ORDER BY 1, 2
-            ON CONFLICT (user_id, token_sha256) DO UPDATE SET last_verified_at = now()
+            ON CONFLICT (user_id, token_sha256) DO UPDATE
+            SET last_verified_at = now(), expires_at = COALESCE(EXCLUDED.expires_at, verified_tokens.expires_at),
+                last_sequence = greatest(verified_tokens.last_sequence, EXCLUDED.last_sequence),
+                rotated_sequence = greatest(verified_tokens.rotated_sequence, EXCLUDED.rotated_sequence)
         ), moved AS (
             INSERT INTO users (user_id, state, phone_number, last_sequence, last_event_at)
             SELECT f.user_id, f.state, f.user_phone, f.sequence, to_timestamp(f.occurred_at) FROM finished f

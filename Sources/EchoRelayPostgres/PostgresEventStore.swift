@@ -164,7 +164,7 @@ public struct PostgresEventStore: EventStore {
                 stored[event.id].map { row in
                     VerificationTask(workItemID: row.workItem, eventID: event.id, type: event.type, userID: event.userID,
                                      sequence: row.sequence, occurredAt: event.occurredAt, pushedPhoneNumber: event.phoneNumber,
-                                     echo: event.echo, attempts: 1)
+                                     echo: event.echo, oauth2: event.oauth2, attempts: 1)
                 }
             })
         }

@@ -198,7 +198,8 @@ extension SQLiteEventStore {
         return found ? try await replay(id: id) : nil
     }
 
-    public func reverify(eventID: String, echo: EchoCredentials, actor: Principal, reason: String) async throws {
+    public func reverify(eventID: String, proof: VerificationProof, actor: Principal, reason: String) async throws {
+        let (echo, oauth2) = proof.columns
         try await session.write { db in
             guard let current = try await db.row("SELECT status FROM events WHERE id = ?1", [eventID]) else {
                 throw ReplayError.eventNotFound
@@ -210,9 +211,9 @@ extension SQLiteEventStore {
             try await db.run("""
                 UPDATE events
                 SET status = 'pending', status_reason = NULL, decided_at = NULL,
-                    echo_service_provider = ?1, echo_authorization = ?2
+                    echo_service_provider = ?1, echo_authorization = ?2, oauth2_access_token = ?4, path = ?5
                 WHERE id = ?3
-                """, [echo.serviceProvider, echo.authorization.revealed, eventID])
+                """, [echo?.serviceProvider, echo?.authorization.revealed, eventID, oauth2?.accessToken.revealed, proof.path.rawValue])
             try await db.run(
                 "INSERT INTO work_items (kind, event_id, due_at, created_at) VALUES ('verify', ?1, ?2, ?2)", [eventID, db.now]
             )

@@ -24,8 +24,8 @@ extension SQLiteEventStore {
                     RETURNING last_sequence
                     """, [userID])?.int64(0) else { throw StoreError.unexpected("sequence upsert returned no row") }
                 try await db.run("""
-                    INSERT INTO events (id, user_id, sequence, type, occurred_at, received_at, fingerprint, pushed_phone_number, source)
-                    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'set')
+                    INSERT INTO events (id, user_id, sequence, type, occurred_at, received_at, fingerprint, pushed_phone_number, source, path)
+                    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'set', 'set')
                     """, [received.eventID, userID, sequence, type.rawValue, occurredAt, db.now, Blob(received.fingerprint), phone])
                 try await db.run("INSERT INTO work_items (kind, event_id, due_at, created_at) VALUES ('verify', ?1, ?2, ?2)",
                                  [received.eventID, db.now])

@@ -17,15 +17,17 @@ extension SQLiteEventStore {
                 """, [owner, leaseEnd, JSONText(.array(ids.map(JSONValue.integer)))])
             let rows = try await db.rows("""
                 SELECT w.id, w.attempts, e.id, e.type, e.user_id, e.sequence, e.occurred_at,
-                       e.pushed_phone_number, e.echo_service_provider, e.echo_authorization, e.source
+                       e.pushed_phone_number, e.echo_service_provider, e.echo_authorization, e.source,
+                       e.oauth2_access_token, e.path
                 FROM work_items w JOIN events e ON e.id = w.event_id
                 WHERE w.id IN (SELECT value FROM json_each(?1))
                 """, [JSONText(.array(ids.map(JSONValue.integer)))])
             var tasks: [Int64: VerificationTask] = [:]
             for row in rows {
                 let eventID = try row.string(2)
-                guard let type = EventType(rawValue: try row.string(3)), let source = EventSource(rawValue: try row.string(10)) else {
-                    throw StoreError.unexpected("event \(eventID) has an unknown type or source")
+                guard let type = EventType(rawValue: try row.string(3)), let source = EventSource(rawValue: try row.string(10)),
+                      let path = VerificationPath(rawValue: try row.string(12)) else {
+                    throw StoreError.unexpected("event \(eventID) has an unknown type, source or path")
                 }
                 let provider = try row.optionalString(8), authorization = try row.optionalString(9)
                 let echo = provider.flatMap { provider in
@@ -35,7 +37,8 @@ extension SQLiteEventStore {
                 tasks[itemID] = VerificationTask(
                     workItemID: itemID, eventID: eventID, type: type, userID: try row.string(4), sequence: try row.int64(5),
                     occurredAt: try row.date(6), pushedPhoneNumber: try row.optionalString(7), echo: echo,
-                    attempts: try row.int(1), source: source
+                    oauth2: try row.optionalString(11).map { OAuth2Credentials(accessToken: Secret($0)) },
+                    attempts: try row.int(1), source: source, path: path
                 )
             }
             return ids.compactMap { tasks[$0] }
@@ -65,17 +68,25 @@ extension SQLiteEventStore {
             UPDATE events
             SET status = ?1, status_reason = ?2, decided_at = ?3, verified_at = ?4,
                 provider_user_id = ?5, provider_phone_number = ?6,
-                echo_service_provider = NULL, echo_authorization = NULL
+                echo_service_provider = NULL, echo_authorization = NULL, oauth2_access_token = NULL
             WHERE id = ?7
             """, [outcome.status.rawValue, outcome.reason.rawValue, db.now, verified ? db.now : nil,
                   outcome.providerUserID, outcome.providerPhoneNumber, task.eventID])
 
         if let hash = outcome.confirmedTokenHash {
+            // Its newest confirmation, and its newest rotation (see PostgreSQL's finish statement).
             try await db.run("""
-                INSERT INTO verified_tokens (user_id, token_sha256, first_verified_at, last_verified_at)
-                VALUES (?1, ?2, ?3, ?3)
-                ON CONFLICT (user_id, token_sha256) DO UPDATE SET last_verified_at = excluded.last_verified_at
-                """, [task.userID, Blob(hash), db.now])
+                INSERT INTO verified_tokens (user_id, token_sha256, first_verified_at, last_verified_at, expires_at,
+                                             last_sequence, rotated_sequence)
+                VALUES (?1, ?2, ?3, ?3, ?4, ?5, ?6)
+                ON CONFLICT (user_id, token_sha256) DO UPDATE
+                SET last_verified_at = excluded.last_verified_at,
+                    expires_at = coalesce(excluded.expires_at, verified_tokens.expires_at),
+                    last_sequence = max(coalesce(verified_tokens.last_sequence, excluded.last_sequence), excluded.last_sequence),
+                    rotated_sequence = coalesce(max(verified_tokens.rotated_sequence, excluded.rotated_sequence),
+                                                verified_tokens.rotated_sequence, excluded.rotated_sequence)
+                """, [task.userID, Blob(hash), db.now, outcome.confirmedTokenExpiry, task.sequence,
+                      task.type.descriptor.replacesToken ? task.sequence : nil])
         }
         if verified {
             let state = task.type.descriptor.userStateAfter
@@ -133,6 +144,17 @@ extension SQLiteEventStore {
             try await db.row(
                 "SELECT 1 FROM verified_tokens WHERE user_id = ?1 AND token_sha256 = ?2", [userID, Blob(tokenHash)]
             ) != nil
+        }
+    }
+
+    public func confirmedToken(userID: String, tokenHash: [UInt8]) async throws -> ConfirmedToken? {
+        try await session.read { db in
+            try await db.row("""
+                SELECT t.expires_at, EXISTS (
+                    SELECT 1 FROM verified_tokens o
+                    WHERE o.user_id = t.user_id AND o.token_sha256 <> t.token_sha256 AND o.rotated_sequence > t.last_sequence)
+                FROM verified_tokens t WHERE t.user_id = ?1 AND t.token_sha256 = ?2
+                """, [userID, Blob(tokenHash)]).map { ConfirmedToken(expiresAt: try $0.optionalDate(0), superseded: try $0.bool(1)) }
         }
     }
 

@@ -191,13 +191,14 @@ extension SQLiteEventStore {
                 nextSequence[event.userID] = sequence + 1
                 stored[event.id] = (sequence, event.fingerprint)
                 eventValues += [event.id, event.userID, sequence, event.type.rawValue, event.occurredAt, db.now,
-                                Blob(event.fingerprint), event.phoneNumber, event.echo.serviceProvider, event.echo.authorization.revealed]
+                                Blob(event.fingerprint), event.phoneNumber, event.echo?.serviceProvider, event.echo?.authorization.revealed,
+                                event.oauth2?.accessToken.revealed, event.path.rawValue]
                 workValues += [event.id, db.now, db.now]
             }
             try await db.run("""
                 INSERT INTO events (id, user_id, sequence, type, occurred_at, received_at, fingerprint,
-                                    pushed_phone_number, echo_service_provider, echo_authorization)
-                VALUES \(placeholders(fresh.count, 10))
+                                    pushed_phone_number, echo_service_provider, echo_authorization, oauth2_access_token, path)
+                VALUES \(placeholders(fresh.count, 12))
                 """, eventValues)
             try await db.run(
                 "INSERT INTO work_items (kind, event_id, due_at, created_at) VALUES \(placeholders(fresh.count, 3).replacingOccurrences(of: "(?", with: "('verify', ?"))",

@@ -73,6 +73,7 @@ public enum EchoRelayServer {
             sendTestDelivery: { [sender = TestDeliverySender(configuration: DeliveryWorkerConfiguration(configuration))] in
                 await sender.send(to: $0, secrets: $1)
             },
+            acceptedProofs: configuration.acceptedProofs,
             workCreated: { kind in wakes.workCreated(kind, announce: backend.announce) }
         ))
     }
@@ -181,8 +182,11 @@ public enum EchoRelayServer {
         let handOffs = DeliveryWorker.inbox(owner: processID, configuration: delivering)
         let verifyWorker = VerifyWorker(
             store: store,
-            policy: EchoPolicy(allowedHosts: configuration.echo.allowedHosts, allowHTTP: configuration.echo.allowHTTP,
-                               consumerKey: configuration.echo.consumerKey),
+            policy: configuration.echo.isConfigured
+                ? EchoPolicy(allowedHosts: configuration.echo.allowedHosts, allowHTTP: configuration.echo.allowHTTP,
+                             consumerKey: configuration.echo.consumerKey)
+                : nil,
+            authorizationServer: configuration.oauth2?.authorizationServer,
             echoTimeout: configuration.echo.timeout, wake: wakes.verify, configuration: verifying,
             owner: processID, ready: ready,
             // Other processes are woken by the outcome's own statement (`wakeOnOutcomes`).
@@ -296,7 +300,7 @@ struct CheckedSettings {
                 reason: "\(configuration.role.rawValue) splits the work over several processes, which needs PostgreSQL (ECHORELAY_DATABASE_URL=postgres://…); the embedded store serves one process that does everything"
             )
         }
-        try configuration.echo.validate()
+        try configuration.validateProviders()
         try configuration.delivery.validate(lease: configuration.echo.lease)
         try configuration.validateBacklog()
         try configuration.validatePruneInterval()
@@ -323,6 +327,17 @@ struct CheckedSettings {
         }
         if configuration.echo.allowHTTP {
             logger.warning("ECHORELAY_ECHO_ALLOW_HTTP is on: OAuth Echo may use plain http; for local testing only")
+        }
+        if let oauth2 = configuration.oauth2 {
+            let server = oauth2.authorizationServer
+            logger.info("re-verifying OAuth 2 events by token introspection", metadata: [
+                "oauth2.introspection_url": "\(server.introspectionURL)", "oauth2.userinfo_url": "\(server.userInfoURL ?? "none")",
+                "oauth2.client_id": "\(server.clientID)", "oauth2.token_client_id": "\(server.policy.tokenClientID)",
+                "oauth2.issuer": "\(server.policy.issuer ?? "any")",
+            ])
+            if oauth2.allowHTTP {
+                logger.warning("ECHORELAY_OAUTH2_ALLOW_HTTP is on: the OAuth 2 endpoints may use plain http, which sends the client secret and users' tokens in the clear; for local testing only")
+            }
         }
     }
 }

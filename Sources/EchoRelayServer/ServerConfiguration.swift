@@ -46,6 +46,10 @@ public struct ServerConfiguration: Sendable {
     /// `POST /v1/sets` (`ECHORELAY_SET_*`); nil: no Shared Signals transmitter, the route is off.
     public var securityEvents: SecurityEventReceiverSettings?
 
+    /// Re-verification with an OAuth 2 authorization server (`ECHORELAY_OAUTH2_*`); nil: events
+    /// must carry echo headers.
+    public var oauth2: OAuth2Configuration?
+
     /// A few seconds of drain on two cores. A larger backlog drains slower (more parked
     /// queues behind each head, larger scans): at twice the sustained rate, completions fell to
     /// 0.43–0.75× of it with 10,000 and held at 0.80–0.98× with 2,000 (BENCHMARKS.md, run R).
@@ -58,8 +62,10 @@ public struct ServerConfiguration: Sendable {
         shutdownGrace: Duration = .seconds(10), ingestWait: Duration = .seconds(10),
         backlogLimit: Int? = defaultBacklogLimit, backlogSampleInterval: Duration = .milliseconds(500),
         consoleSessionSweepInterval: Duration = .seconds(300), retention: RetentionPolicy = .defaults,
-        pruneInterval: Duration = .seconds(60), securityEvents: SecurityEventReceiverSettings? = nil
+        pruneInterval: Duration = .seconds(60), securityEvents: SecurityEventReceiverSettings? = nil,
+        oauth2: OAuth2Configuration? = nil
     ) {
+        self.oauth2 = oauth2
         self.retention = retention
         self.pruneInterval = pruneInterval
         self.securityEvents = securityEvents
@@ -91,6 +97,18 @@ extension ServerConfiguration {
         if let problem = securityEvents?.problems.first {
             throw ConfigurationError(setting: problem.setting, reason: problem.reason)
         }
+    }
+
+    /// The proofs ingest takes: those of the providers configured.
+    public var acceptedProofs: AcceptedProofs {
+        AcceptedProofs(echo: echo.isConfigured, oauth2: oauth2 != nil, oauth2UserInfo: oauth2?.userInfoURL != nil)
+    }
+
+    /// OAuth Echo may be left out only where OAuth 2 is configured: some provider must confirm events.
+    func validateProviders() throws {
+        if echo.isConfigured || oauth2 == nil { try echo.validateProvider() }
+        try echo.validate()
+        try oauth2?.validate()
     }
 
     func validatePruneInterval() throws {
@@ -150,10 +168,13 @@ public struct EchoConfiguration: Sendable {
         self.pollInterval = pollInterval
     }
 
-    /// Refuses settings that cannot work, naming the variable to fix.
-    func validate() throws {
+    /// Whether an OAuth Echo provider is configured at all (a half-configured one is refused).
+    public var isConfigured: Bool { !consumerKey.isEmpty || !allowedHosts.isEmpty }
+
+    /// Refuses a missing or half-configured OAuth Echo provider, naming the variable to fix.
+    func validateProvider() throws {
         guard !consumerKey.isEmpty else {
-            throw ConfigurationError(setting: "ECHORELAY_CONSUMER_KEY", reason: "is required: the app's OAuth consumer key, which every echo header must carry (to try EchoRelay on this machine without a provider: echorelay serve --demo, then echorelay demo)")
+            throw ConfigurationError(setting: "ECHORELAY_CONSUMER_KEY", reason: "is required: the app's OAuth consumer key, which every echo header must carry (or re-verify over OAuth 2 only: ECHORELAY_OAUTH2_INTROSPECTION_URL; to try EchoRelay on this machine without a provider: echorelay serve --demo, then echorelay demo)")
         }
         guard !allowedHosts.isEmpty else {
             throw ConfigurationError(setting: "ECHORELAY_ECHO_ALLOWED_HOSTS", reason: "is required: the provider hosts EchoRelay may send OAuth Echo requests to (host or host:port, comma-separated; to try EchoRelay on this machine: echorelay serve --demo)")
@@ -161,6 +182,10 @@ public struct EchoConfiguration: Sendable {
         for entry in allowedHosts where entry.isEmpty || entry.contains("/") || entry.contains("@") || entry.contains("://") {
             throw ConfigurationError(setting: "ECHORELAY_ECHO_ALLOWED_HOSTS", reason: "entry \"\(entry)\" must be a bare host or host:port")
         }
+    }
+
+    /// Refuses timings that cannot work, whichever providers are configured.
+    func validate() throws {
         guard timeout > .zero else { throw ConfigurationError(setting: "ECHORELAY_ECHO_TIMEOUT", reason: "must be positive") }
         guard lease > timeout else {
             throw ConfigurationError(setting: "ECHORELAY_LEASE", reason: "must be longer than ECHORELAY_ECHO_TIMEOUT, so a live worker always finishes before its item is handed to another")

@@ -1,4 +1,5 @@
 import AsyncHTTPClient
+import EchoRelayCore
 import NIOCore
 import NIOHTTP1
 import Synchronization
@@ -64,6 +65,37 @@ struct BoundedExchange: Sendable {
 
         func didFinishRequest(task: HTTPClient.Task<Answer>) throws -> Answer {
             answer.withLock { $0 }
+        }
+    }
+}
+
+extension BoundedExchange {
+    /// The settings of a client for an identity provider: redirects not followed (a provider
+    /// that redirects is refused, not followed), no decompression, the connect and read
+    /// timeouts of `timeout`, and up to `connectionsPerHost` connections at once.
+    static func providerConfiguration(timeout: Duration, connectionsPerHost: Int) -> HTTPClient.Configuration {
+        var configuration = HTTPClient.Configuration(
+            redirectConfiguration: .disallow,
+            timeout: .init(connect: .init(timeout), read: .init(timeout))
+        )
+        configuration.decompression = .disabled
+        configuration.connectionPool.idleTimeout = .seconds(4)  // before the provider's keep-alive ends (see WebhookClient)
+        configuration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = connectionsPerHost
+        return configuration
+    }
+
+    /// Sends a request to a provider and reads its answer, at most `keep` bytes of it (a longer
+    /// body is unreadable: the status stands, the body does not), within `timeout`. Any failure
+    /// is `.noAnswer`, worth a retry; its text names no header, so no credential.
+    func providerAnswer(_ request: HTTPClient.Request, keep: Int, timeout: Duration) async -> ProviderAnswer {
+        do {
+            let answer = try await send(request, keep: keep, timeout: timeout)
+            return .response(status: answer.status, body: answer.truncated ? [] : answer.body)
+        } catch let error as HTTPClientError {
+            if error == .deadlineExceeded || error == .readTimeout { return .noAnswer("timed out after \(timeout)") }
+            return .noAnswer("\(error)")
+        } catch {
+            return .noAnswer(String(describing: type(of: error)))
         }
     }
 }

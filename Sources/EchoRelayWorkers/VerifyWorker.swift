@@ -21,14 +21,19 @@ public struct VerifyWorkerConfiguration: Sendable {
     public init() {}
 }
 
-/// Verifies pending events with OAuth Echo: claims due items in batches under a lease,
-/// asks the provider, and records the outcome (docs/identity-provider.md, the outcome table).
-/// An event that came as a Security Event Token is recorded verified by its signature.
+/// Verifies pending events: claims due items in batches under a lease, asks the provider over
+/// the event's path (OAuth Echo, or OAuth 2 introspection and UserInfo), and records the
+/// outcome (docs/identity-provider.md, the outcome tables). An event that came as a Security
+/// Event Token is recorded verified by its signature.
 public struct VerifyWorker: Service, CustomStringConvertible {
     public var description: String { "VerifyWorker" }
 
     let store: any EventStore
-    let policy: EchoPolicy
+    /// OAuth Echo's checks; nil: this process verifies no echo events.
+    let policy: EchoPolicy?
+    /// The OAuth 2 authorization server; nil: this process verifies no OAuth 2 events.
+    let authorizationServer: AuthorizationServer?
+    /// The time limit of one request to the provider (echo, introspection or UserInfo).
     let echoTimeout: Duration
     let wake: WakeSignal
     let configuration: VerifyWorkerConfiguration
@@ -48,7 +53,8 @@ public struct VerifyWorker: Service, CustomStringConvertible {
     let logger: Logger
 
     public init(
-        store: any EventStore, policy: EchoPolicy, echoTimeout: Duration, wake: WakeSignal,
+        store: any EventStore, policy: EchoPolicy?, authorizationServer: AuthorizationServer? = nil, echoTimeout: Duration,
+        wake: WakeSignal,
         configuration: VerifyWorkerConfiguration, owner: String, ready: Gate = Gate(open: true),
         deliveriesCreated: @escaping @Sendable (_ claim: Bool) -> Void = { _ in }, handOffs: DeliveryInbox? = nil,
         verificationHandOffs: VerificationInbox? = nil, metrics: RelayMetrics = RelayMetrics(), logger: Logger
@@ -60,6 +66,7 @@ public struct VerifyWorker: Service, CustomStringConvertible {
         self.deliveriesCreated = deliveriesCreated
         self.store = store
         self.policy = policy
+        self.authorizationServer = authorizationServer
         self.echoTimeout = echoTimeout
         self.wake = wake
         self.configuration = configuration
@@ -68,21 +75,27 @@ public struct VerifyWorker: Service, CustomStringConvertible {
     }
 
     public func run() async throws {
-        // The client lives exactly as long as the worker runs, and is shut down after it.
-        let client = EchoClient(timeout: echoTimeout, connectionsPerHost: configuration.concurrency)
+        // The clients live exactly as long as the worker runs, and are shut down after it.
+        let clients = ProviderClients(
+            echo: policy.map { _ in EchoClient(timeout: echoTimeout, connectionsPerHost: configuration.concurrency) },
+            oauth2: authorizationServer.map {
+                OAuth2Client(server: $0, timeout: echoTimeout, connectionsPerHost: configuration.concurrency)
+            }
+        )
         let stopping = Flag()
         await withGracefulShutdownHandler {
             await ready.wait()
-            await work(client: client, until: stopping)
+            await work(clients: clients, until: stopping)
         } onGracefulShutdown: {
             stopping.set()
             wake.wake()
             ready.open()  // a worker still waiting for the schema just exits
         }
-        await client.shutdown()
+        await clients.echo?.shutdown()
+        await clients.oauth2?.shutdown()
     }
 
-    private func work(client: EchoClient, until stopping: Flag) async {
+    private func work(clients: ProviderClients, until stopping: Flag) async {
         let loop = WorkLoop(concurrency: configuration.concurrency, pollInterval: configuration.pollInterval,
                             shutdownGrace: configuration.shutdownGrace, wake: wake, logger: logger)
         await loop.run(until: stopping) { free in
@@ -93,64 +106,85 @@ public struct VerifyWorker: Service, CustomStringConvertible {
                 try await store.claimVerifications(owner: owner, limit: room, lease: configuration.lease)
             }
         } process: { task in
-            await process(task, client: client)
+            await process(task, clients: clients)
             return .nothing  // its deliveries wake the delivery workers (`deliveriesCreated`), not this loop
         }
     }
 
-    func process(_ task: VerificationTask, client: EchoClient) async {
-        // What the echo said, for the log lines that follow.
+    func process(_ task: VerificationTask, clients: ProviderClients) async {
+        // What the provider said, for the log lines that follow.
         var answered: Logger.Metadata = [:]
-
-        if task.source == .set {
-            // A SET's signature, issuer and audience were checked when it arrived: the
-            // transmitter's signed word is the provider's answer, and no echo request is made.
-            await finish(task, VerificationOutcome(status: .verified, reason: .setSignature, providerUserID: task.userID,
-                                                   providerPhoneNumber: task.pushedPhoneNumber), answered: answered)
-            return
-        }
-        guard let echo = task.echo else {
-            await finish(task, .unverifiable(.echoMissing), answered: answered)
-            return
-        }
-        let target: EchoTarget
-        switch policy.target(for: echo) {
-        case .failure(let reason):
-            await finish(task, .rejected(reason), answered: answered)
-            return
-        case .success(let checked):
-            target = checked
-        }
-
-        let answer = await client.send(target)
-        if Task.isCancelled {
-            // Hard stop mid-request: give the item back for another worker.
-            await Task { try? await store.releaseVerification(task, owner: owner) }.value
-            return
-        }
-        if case .response(let status, _) = answer { answered["http.status"] = "\(status)" }
-
         do {
+            let decision = try await decide(task, clients: clients, answered: &answered)
+            if Task.isCancelled {
+                // Hard stop mid-request: give the item back for another worker.
+                await Task { try? await store.releaseVerification(task, owner: owner) }.value
+                return
+            }
+            let exhausted: VerificationReason
+            switch decision {
+            case .final(let outcome):
+                await finish(task, outcome, answered: answered)
+                return
+            case .retry:
+                exhausted = .providerUnavailable
+            case .retryOrGiveUp(let reason):
+                exhausted = reason
+            }
+            guard task.attempts <= configuration.retrySchedule.count else {
+                await finish(task, .unverifiable(exhausted), answered: answered)
+                return
+            }
+            let delay = configuration.retrySchedule[task.attempts - 1]
+            logger.notice(exhausted == .providerUnavailable ? "provider unavailable, will retry" : "provider refused EchoRelay's credentials, will retry",
+                          metadata: Self.metadata(task, answered.merging(["retry.in": "\(DurationText.format(delay))"]) { $1 }))
+            _ = try await store.retryVerification(task, owner: owner, after: delay)
+        } catch {
+            // The lease runs out and another try follows.
+            logger.error("recording the verification failed", metadata: Self.metadata(task, answered.merging(["error": "\(error)"]) { $1 }))
+        }
+    }
+
+    /// Asks the provider by the event's path, or decides without asking.
+    private func decide(_ task: VerificationTask, clients: ProviderClients, answered: inout Logger.Metadata) async throws -> VerificationDecision {
+        switch task.path {
+        case .set:
+            // A SET's signature, issuer and audience were checked when it arrived: the
+            // transmitter's signed word is the provider's answer, and no request is made.
+            return .final(VerificationOutcome(status: .verified, reason: .setSignature, providerUserID: task.userID,
+                                              providerPhoneNumber: task.pushedPhoneNumber))
+        case .oauth2:
+            guard let credentials = task.oauth2 else { return .final(.unverifiable(.oauth2Missing)) }
+            guard let client = clients.oauth2 else { return notConfigured(task, "ECHORELAY_OAUTH2_INTROSPECTION_URL") }
+            return try await OAuth2Verification(client: client, store: store).decide(task, credentials, answered: &answered)
+        case .echo:
+            guard let echo = task.echo else { return .final(.unverifiable(.echoMissing)) }
+            guard let policy, let client = clients.echo else { return notConfigured(task, "ECHORELAY_CONSUMER_KEY") }
+            let target: EchoTarget
+            switch policy.target(for: echo) {
+            case .failure(let reason):
+                return .final(.rejected(reason))
+            case .success(let checked):
+                target = checked
+            }
+            let answer = await client.send(target)
+            if case .response(let status, _) = answer { answered["http.status"] = "\(status)" }
+            if case .noAnswer(let reason) = answer { answered["error"] = "\(reason)" }
             var tokenKnown = false
             if task.type.descriptor.evidence == .sessionEnded, case .response(401, _) = answer, let hash = target.tokenHash {
                 tokenKnown = try await store.isTokenConfirmed(userID: task.userID, tokenHash: hash)
             }
-            switch EchoOutcomeRules.decide(task: task, target: target, answer: answer, tokenKnownForUser: tokenKnown) {
-            case .final(let outcome):
-                await finish(task, outcome, answered: answered)
-            case .retry where task.attempts <= configuration.retrySchedule.count:
-                let delay = configuration.retrySchedule[task.attempts - 1]
-                if case .noAnswer(let reason) = answer { answered["error"] = "\(reason)" }
-                logger.notice("provider unavailable, will retry",
-                              metadata: Self.metadata(task, answered.merging(["retry.in": "\(DurationText.format(delay))"]) { $1 }))
-                _ = try await store.retryVerification(task, owner: owner, after: delay)
-            case .retry:
-                await finish(task, .unverifiable(.providerUnavailable), answered: answered)
-            }
-        } catch {
-            // The lease runs out and another try follows.
-            logger.error("recording the verification failed", metadata: Self.metadata(task, ["error": "\(error)"]))
+            return EchoOutcomeRules.decide(task: task, target: target, answer: answer, tokenKnownForUser: tokenKnown)
         }
+    }
+
+    /// An event of a path this process has no provider for: another process may, so support
+    /// re-verifies it once the setting is fixed.
+    private func notConfigured(_ task: VerificationTask, _ setting: String) -> VerificationDecision {
+        logger.error("an event needs a provider this process is not configured for", metadata: Self.metadata(task, [
+            "verify.path": "\(task.path.rawValue)", "setting": "\(setting)",
+        ]))
+        return .final(.unverifiable(.providerNotConfigured))
     }
 
     /// What a log line about `task` carries. Built only for a line that is written: setting
@@ -187,3 +221,9 @@ public struct VerifyWorker: Service, CustomStringConvertible {
     }
 }
 
+
+/// The HTTP clients of the providers this process verifies with.
+struct ProviderClients: Sendable {
+    let echo: EchoClient?
+    let oauth2: OAuth2Client?
+}

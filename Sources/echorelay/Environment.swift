@@ -49,6 +49,28 @@ enum Setting {
                                              allowHTTP: allowHTTP, pushToken: token.map(Secret.init))
     }
 
+    /// `ECHORELAY_OAUTH2_*`: nil when no authorization server is configured. The introspection
+    /// URL and the client credentials go together, and the others need them; a message names
+    /// the setting and never quotes the secret.
+    static func oauth2(
+        introspectionURL: String?, clientID: String?, clientSecret: String?, userInfoURL: String?, tokenClientID: String?,
+        issuer: String?, allowHTTP: Bool
+    ) throws -> OAuth2Configuration? {
+        typealias S = ServeSettings
+        let required = [(S.oauth2IntrospectionURL, introspectionURL), (S.oauth2ClientID, clientID), (S.oauth2ClientSecret, clientSecret)]
+            .map { ($0.variable, value($1, $0.variable)) }
+        let optional = [(S.oauth2UserInfoURL, userInfoURL), (S.oauth2TokenClientID, tokenClientID), (S.oauth2Issuer, issuer)]
+            .map { ($0.variable, value($1, $0.variable)) }
+        let allowHTTP = isOn(allowHTTP, S.oauth2AllowHTTP)
+        let given = (required + optional).filter { $0.1 != nil }.map(\.0) + (allowHTTP ? [S.oauth2AllowHTTP.variable] : [])
+        guard let first = given.first else { return nil }
+        if let missing = required.first(where: { $0.1 == nil }) {
+            throw ConfigurationError(setting: missing.0, reason: "is required with \(first): re-verifying over OAuth 2 needs ECHORELAY_OAUTH2_INTROSPECTION_URL, ECHORELAY_OAUTH2_CLIENT_ID and ECHORELAY_OAUTH2_CLIENT_SECRET together")
+        }
+        return OAuth2Configuration(introspectionURL: required[0].1!, clientID: required[1].1!, clientSecret: Secret(required[2].1!),
+                                   userInfoURL: optional[0].1, tokenClientID: optional[1].1, issuer: optional[2].1, allowHTTP: allowHTTP)
+    }
+
     /// A setting of `serve`'s table: the flag, else its variable, else its default value.
     static func text(_ flag: String?, _ setting: ServeSetting) -> String? {
         value(flag, setting.variable) ?? setting.defaultValue

@@ -61,6 +61,27 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .customLong(ServeSettings.echoRetrySchedule.flag), help: ServeSettings.echoRetrySchedule.argumentHelp)
     var echoRetrySchedule: String?
 
+    @Option(name: .customLong(ServeSettings.oauth2IntrospectionURL.flag), help: ServeSettings.oauth2IntrospectionURL.argumentHelp)
+    var oauth2IntrospectionURL: String?
+
+    @Option(name: .customLong(ServeSettings.oauth2ClientID.flag), help: ServeSettings.oauth2ClientID.argumentHelp)
+    var oauth2ClientID: String?
+
+    @Option(name: .customLong(ServeSettings.oauth2ClientSecret.flag), help: ServeSettings.oauth2ClientSecret.argumentHelp)
+    var oauth2ClientSecret: String?
+
+    @Option(name: .customLong(ServeSettings.oauth2UserInfoURL.flag), help: ServeSettings.oauth2UserInfoURL.argumentHelp)
+    var oauth2UserInfoURL: String?
+
+    @Option(name: .customLong(ServeSettings.oauth2TokenClientID.flag), help: ServeSettings.oauth2TokenClientID.argumentHelp)
+    var oauth2TokenClientID: String?
+
+    @Option(name: .customLong(ServeSettings.oauth2Issuer.flag), help: ServeSettings.oauth2Issuer.argumentHelp)
+    var oauth2Issuer: String?
+
+    @Flag(name: .customLong(ServeSettings.oauth2AllowHTTP.flag), help: ServeSettings.oauth2AllowHTTP.argumentHelp)
+    var oauth2AllowHTTP = false
+
     @Option(name: .customLong(ServeSettings.lease.flag), help: ServeSettings.lease.argumentHelp)
     var lease: String?
 
@@ -193,6 +214,10 @@ struct ServeCommand: AsyncParsableCommand {
             pruneInterval: try Setting.duration(pruneInterval, S.pruneInterval),
             securityEvents: try Setting.securityEvents(
                 issuer: setIssuer, audience: setAudience, jwksURL: setJwksURL, allowHTTP: setAllowHTTP, pushToken: setPushToken
+            ),
+            oauth2: try Setting.oauth2(
+                introspectionURL: oauth2IntrospectionURL, clientID: oauth2ClientID, clientSecret: oauth2ClientSecret,
+                userInfoURL: oauth2UserInfoURL, tokenClientID: oauth2TokenClientID, issuer: oauth2Issuer, allowHTTP: oauth2AllowHTTP
             )
         )
     }

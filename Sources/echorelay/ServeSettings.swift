@@ -67,9 +67,9 @@ enum ServeSettings {
         help: "Do not apply pending database migrations at start-up (run `echorelay migrate` yourself).")
     static let role = ServeSetting("role", "ECHORELAY_ROLE", .value("all"),
         help: "What this process runs: all (the API and the workers), ingest (the API only) or workers (the workers, and health checks).")
-    static let consumerKey = ServeSetting("consumer-key", "ECHORELAY_CONSUMER_KEY", .unset("(required)"),
-        help: "The app's OAuth consumer key; every echo header must carry it.")
-    static let echoAllowedHosts = ServeSetting("echo-allowed-hosts", "ECHORELAY_ECHO_ALLOWED_HOSTS", .unset("(required)"),
+    static let consumerKey = ServeSetting("consumer-key", "ECHORELAY_CONSUMER_KEY", .unset("(required, unless only OAuth 2 is used)"),
+        help: "The app's OAuth consumer key; every echo header must carry it. With ECHORELAY_OAUTH2_INTROSPECTION_URL set and this unset, events must carry oauth2, not echo.")
+    static let echoAllowedHosts = ServeSetting("echo-allowed-hosts", "ECHORELAY_ECHO_ALLOWED_HOSTS", .unset("(required with `ECHORELAY_CONSUMER_KEY`)"),
         help: "Comma-separated hosts EchoRelay may send OAuth Echo requests to: `host` (the scheme's default port) or `host:port`.")
     static let echoAllowHTTP = ServeSetting("echo-allow-http", "ECHORELAY_ECHO_ALLOW_HTTP", .switch,
         help: "Allow plain-http OAuth Echo providers; for local testing only.")
@@ -77,6 +77,20 @@ enum ServeSettings {
         help: "Time limit of one OAuth Echo request, such as 5s or 500ms.")
     static let echoRetrySchedule = ServeSetting("echo-retry-schedule", "ECHORELAY_ECHO_RETRY_SCHEDULE", .value("1s,5s,15s,30s,60s,120s"),
         help: "Comma-separated delays between echo tries; N delays mean N retries. Keep the sum inside the provider's 5-minute timestamp window.")
+    static let oauth2IntrospectionURL = ServeSetting("oauth2-introspection-url", "ECHORELAY_OAUTH2_INTROSPECTION_URL", .unset("none (events must carry `echo`)"),
+        help: "The OAuth 2 authorization server's token introspection endpoint (RFC 7662), which confirms the access token an event carries as oauth2; with --oauth2-client-id and --oauth2-client-secret, turns OAuth 2 re-verification on.")
+    static let oauth2ClientID = ServeSetting("oauth2-client-id", "ECHORELAY_OAUTH2_CLIENT_ID", .unset("none"),
+        help: "EchoRelay's own client id at the authorization server, sent with the secret as HTTP Basic (client_secret_basic) to the introspection endpoint.")
+    static let oauth2ClientSecret = ServeSetting("oauth2-client-secret", "ECHORELAY_OAUTH2_CLIENT_SECRET", .unset("none"),
+        help: "EchoRelay's own client secret at the authorization server; never logged. Prefer the environment: flags are visible in the process list.")
+    static let oauth2UserInfoURL = ServeSetting("oauth2-userinfo-url", "ECHORELAY_OAUTH2_USERINFO_URL", .unset("none (`phone.changed` over OAuth 2 is refused)"),
+        help: "The OpenID Connect UserInfo endpoint, asked with the user's token for the verified phone number; required to verify phone.changed over OAuth 2.")
+    static let oauth2TokenClientID = ServeSetting("oauth2-token-client-id", "ECHORELAY_OAUTH2_TOKEN_CLIENT_ID", .unset("`ECHORELAY_OAUTH2_CLIENT_ID`"),
+        help: "The client the users' tokens must have been issued to (the introspection answer's client_id), the app's own client; another client's token is rejected (wrong_client).")
+    static let oauth2Issuer = ServeSetting("oauth2-issuer", "ECHORELAY_OAUTH2_ISSUER", .unset("none (any issuer)"),
+        help: "When set, an introspection answer's iss must equal it, or the event is rejected (wrong_issuer).")
+    static let oauth2AllowHTTP = ServeSetting("oauth2-allow-http", "ECHORELAY_OAUTH2_ALLOW_HTTP", .switch,
+        help: "Allow plain-http OAuth 2 endpoints, which send the client secret and users' tokens in the clear; for local testing only.")
     static let lease = ServeSetting("lease", "ECHORELAY_LEASE", .value("60s"),
         help: "How long a worker holds a claimed item before another process may take it; longer than the echo timeout.")
     static let verifyConcurrency = ServeSetting("verify-concurrency", "ECHORELAY_VERIFY_CONCURRENCY", .value("32"),
@@ -129,6 +143,8 @@ enum ServeSettings {
         help: "Log format on standard error: text, or json (one object per line, with event.id, user.id and subscription.id as keys).")
 
     static let all: [ServeSetting] = [
-        host, port, databaseURL, demo, ingestSecrets, secretKey, adminToken, noMigrate, role, consumerKey, echoAllowedHosts, echoAllowHTTP, echoTimeout, echoRetrySchedule, lease, verifyConcurrency, deliveryTimeout, retrySchedule, disableAfter, allowPrivateSubscribers, privateSubscribers, subscriberCAFile, deliveryConcurrency, subscriptionConcurrency, replayRate, retainAttempts, retainEvents, pruneInterval, backlogLimit, setIssuer, setAudience, setJwksURL, setAllowHTTP, setPushToken, requestTimeout, shutdownGrace, threads, logLevel, logFormat,
+        host, port, databaseURL, demo, ingestSecrets, secretKey, adminToken, noMigrate, role, consumerKey, echoAllowedHosts, echoAllowHTTP, echoTimeout, echoRetrySchedule,
+        oauth2IntrospectionURL, oauth2ClientID, oauth2ClientSecret, oauth2UserInfoURL, oauth2TokenClientID, oauth2Issuer, oauth2AllowHTTP,
+        lease, verifyConcurrency, deliveryTimeout, retrySchedule, disableAfter, allowPrivateSubscribers, privateSubscribers, subscriberCAFile, deliveryConcurrency, subscriptionConcurrency, replayRate, retainAttempts, retainEvents, pruneInterval, backlogLimit, setIssuer, setAudience, setJwksURL, setAllowHTTP, setPushToken, requestTimeout, shutdownGrace, threads, logLevel, logFormat,
     ]
 }

@@ -11,12 +11,12 @@ import Testing
                          pushedPhoneNumber: phone, echo: nil, attempts: 1)
     }
 
-    static func decide(_ type: EventType, _ answer: EchoAnswer, phone: String? = "+15555550100", known: Bool = false) -> VerificationDecision {
+    static func decide(_ type: EventType, _ answer: ProviderAnswer, phone: String? = "+15555550100", known: Bool = false) -> VerificationDecision {
         EchoOutcomeRules.decide(task: task(type, phone: phone), target: target, answer: answer, tokenKnownForUser: known)
     }
 
-    static func ok(_ json: String) -> EchoAnswer { .response(status: 200, body: Array(json.utf8)) }
-    static func error(_ status: Int, _ code: Int) -> EchoAnswer {
+    static func ok(_ json: String) -> ProviderAnswer { .response(status: 200, body: Array(json.utf8)) }
+    static func error(_ status: Int, _ code: Int) -> ProviderAnswer {
         .response(status: status, body: Array(#"{"errors":[{"code":\#(code),"message":"m"}]}"#.utf8))
     }
 

@@ -46,8 +46,13 @@ import TestSupport
                 c.check(spec.occurredAt.matches(event.occurredAt),
                         "occurred_at \(spec.occurredAt.text) parsed to \(event.occurredAt.timeIntervalSince1970), expected \(spec.occurredAt.seconds)")
                 c.check(event.phoneNumber == spec.phoneNumber, "phone \(String(describing: event.phoneNumber)) != \(String(describing: spec.phoneNumber))")
-                c.check(event.echo.serviceProvider == spec.serviceProvider, "service_provider \(event.echo.serviceProvider) != \(spec.serviceProvider)")
-                c.check(event.echo.authorization.revealed == spec.authorization, "authorization differs from the one sent")
+                if let token = spec.accessToken {
+                    c.check(event.echo == nil && event.oauth2?.accessToken.revealed == token, "access_token differs from the one sent")
+                } else {
+                    c.check(event.oauth2 == nil && event.echo?.serviceProvider == spec.serviceProvider,
+                            "service_provider \(String(describing: event.echo?.serviceProvider)) != \(spec.serviceProvider)")
+                    c.check(event.echo?.authorization.revealed == spec.authorization, "authorization differs from the one sent")
+                }
                 for violation in Invariants.violations(of: event, secret: spec.secret) { c.check(false, violation) }
 
                 // Same document, other key order, spacing and escapes: same fingerprint.
@@ -105,7 +110,7 @@ import TestSupport
             Fuzz.check("oneHostileFieldIsJudgedOnItsOwn", cases: 600) { rng, c in
                 var spec = EventSpec.random(&rng)
                 while !spec.occurredAt.inRange { spec.occurredAt = Timestamp.random(&rng) }
-                let field = rng.pick(FieldOracle.fields.filter { $0 != "data.phone_number" || spec.phoneNumber != nil })
+                let field = rng.pick(spec.fields)
                 let text = FieldOracle.hostileString(for: field, &rng)
                 let value: JSONTree = rng.chance(0.15) ? rng.pick([.null, .bool(true), .raw("12"), .array([.string(text)]), .object([])]) : .string(text)
                 let body = Array(JSONText.write(spec.tree(&rng, replacing: field, with: value), &rng).utf8)
@@ -573,6 +578,13 @@ enum Gen {
         "+" + String(rng.int(1...9)) + String((0..<rng.int(1...14)).map { _ in rng.pick(Array("0123456789")) })
     }
 
+    /// An RFC 6750 bearer token: opaque, JWT-shaped, or base64 with padding.
+    static func accessToken(_ rng: inout SplitMix64) -> String {
+        let characters = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~+/")
+        let body = String((0..<rng.int(1...80)).map { _ in rng.pick(characters) })
+        return body + String(repeating: "=", count: rng.int(0...2))
+    }
+
     static func serviceProvider(_ rng: inout SplitMix64) -> String {
         let alnum = Array("abcdefghijklmnopqrstuvwxyz0123456789")
         func label(_ rng: inout SplitMix64) -> String { String((0..<rng.int(1...10)).map { _ in rng.pick(alnum) }) }
@@ -663,7 +675,9 @@ struct EventSpec {
     var dataForm: Int
     var serviceProvider: String
     var authorization: String
-    /// A credential inside `authorization`, which no error text may repeat.
+    /// When set, the event carries `oauth2` with this access token instead of `echo`.
+    var accessToken: String?
+    /// A credential inside `authorization`, or the access token, which no error text may repeat.
     var secret: String
     var extras: [(String, JSONTree)]
     var dataExtras: [(String, JSONTree)]
@@ -683,12 +697,27 @@ struct EventSpec {
                 return seen.insert(key).inserted ? (key, JSONTree.random(&rng, depth: 3)) : nil
             }
         }
+        let accessToken = rng.chance(0.25) ? Gen.accessToken(&rng) : nil
         return EventSpec(
             id: Gen.eventID(&rng), type: type, userID: Gen.userID(&rng), occurredAt: Timestamp.random(&rng),
             phoneNumber: dataForm == 3 ? Gen.phoneNumber(&rng) : nil, dataForm: dataForm,
-            serviceProvider: Gen.serviceProvider(&rng), authorization: authorization, secret: oauth.secret,
+            serviceProvider: Gen.serviceProvider(&rng), authorization: authorization, accessToken: accessToken,
+            secret: accessToken ?? oauth.secret,
             extras: extraFields(&rng, 0...3), dataExtras: extraFields(&rng, 0...2), echoExtras: extraFields(&rng, 0...1)
         )
+    }
+
+    /// The fields of `FieldOracle` this event has: the phone number only if it has one, and the
+    /// fields of its one proof.
+    var fields: [String] {
+        FieldOracle.fields.filter { field in
+            switch field {
+            case "data.phone_number": phoneNumber != nil
+            case "oauth2.access_token": accessToken != nil
+            case "echo.service_provider", "echo.authorization": accessToken == nil
+            default: true
+            }
+        }
     }
 
     /// The event as a JSON object, keys in random order; `field` (a dotted path), if given,
@@ -697,7 +726,8 @@ struct EventSpec {
         var pairs: [(String, JSONTree)] = [
             ("id", .string(id)), ("type", .string(type.rawValue)), ("user_id", .string(userID)),
             ("occurred_at", .string(occurredAt.text)),
-            ("echo", .object([("service_provider", .string(serviceProvider)), ("authorization", .string(authorization))] + echoExtras)),
+            accessToken.map { ("oauth2", .object([("access_token", .string($0))] + echoExtras)) }
+                ?? ("echo", .object([("service_provider", .string(serviceProvider)), ("authorization", .string(authorization))] + echoExtras)),
         ] + extras
         switch dataForm {
         case 1: pairs.append(("data", .null))
@@ -722,7 +752,8 @@ struct EventSpec {
 /// Each field's rule as IncomingEvent+Parsing.swift and docs/identity-provider.md state it, written out
 /// again here (without the validator's own rule functions) to judge single-field changes.
 enum FieldOracle {
-    static let fields = ["id", "type", "user_id", "occurred_at", "data.phone_number", "echo.service_provider", "echo.authorization"]
+    static let fields = ["id", "type", "user_id", "occurred_at", "data.phone_number", "echo.service_provider", "echo.authorization",
+                         "oauth2.access_token"]
 
     static func isValid(_ field: String, _ text: String) -> Bool {
         let scalars = Array(text.unicodeScalars)
@@ -746,6 +777,10 @@ enum FieldOracle {
         case "echo.service_provider":
             let components = URLComponents(string: text)
             return !hasControl && components?.scheme?.isEmpty == false && components?.host?.isEmpty == false
+        case "oauth2.access_token": // RFC 6750's b64token, 1 to 4096 characters
+            let token = Array(text.unicodeScalars)
+            let body = token.prefix { $0.isASCII && (CharacterSet.alphanumerics.contains($0) || "-._~+/".unicodeScalars.contains($0)) }
+            return (1...4096).contains(token.count) && !body.isEmpty && token.dropFirst(body.count).allSatisfy { $0 == "=" }
         default: // echo.authorization
             return text.hasPrefix("OAuth ") && !hasControl
         }
@@ -758,8 +793,9 @@ enum FieldOracle {
         case "user_id": event.userID
         case "occurred_at": nil // an instant: compared with RFC3339Oracle instead
         case "data.phone_number": event.phoneNumber
-        case "echo.service_provider": event.echo.serviceProvider
-        default: event.echo.authorization.revealed
+        case "echo.service_provider": event.echo?.serviceProvider
+        case "oauth2.access_token": event.oauth2?.accessToken.revealed
+        default: event.echo?.authorization.revealed
         }
     }
 
@@ -771,6 +807,7 @@ enum FieldOracle {
         case "occurred_at": Timestamp.random(&rng).text
         case "data.phone_number": Gen.phoneNumber(&rng)
         case "echo.service_provider": Gen.serviceProvider(&rng)
+        case "oauth2.access_token": Gen.accessToken(&rng)
         default: OAuthText.header(OAuthSpec.random(&rng, withCredentials: true), canonical: rng.chance(0.5), &rng)
         }
     }
@@ -793,6 +830,10 @@ enum FieldOracle {
         case "data.phone_number":
             return rng.pick(["+0" + digits(rng.int(1...14), &rng), "+" + String(rng.int(1...9)) + digits(rng.pick([0, 1, 13, 14, 15]), &rng),
                              String(rng.int(1...9)) + digits(10, &rng), "00" + digits(10, &rng), "+" + String(rng.int(1...9)) + digits(3, &rng) + "x"])
+        case "oauth2.access_token":
+            let token = Gen.accessToken(&rng)
+            return rng.pick(["", "=", "==abc", token + "=x", token + " ", "Bearer " + token, token + "\n", token + "é", token + "%20",
+                             String(repeating: "a", count: rng.pick([4095, 4096, 4097]))])
         case "echo.service_provider":
             return rng.pick(["https:///1.1/account.json", "https://", "//api.example.com/x", "api.example.com/x", "https:api.example.com",
                              "mailto:someone@example.com", "https://user@api.example.com/x", "HTTPS://API.EXAMPLE.COM"])
@@ -1117,11 +1158,14 @@ fileprivate enum Invariants {
         }
         expect(event.type != .phoneChanged || event.phoneNumber != nil, "accepted phone.changed without a phone number")
 
-        let authorization = event.echo.authorization.revealed
+        expect((event.echo == nil) != (event.oauth2 == nil), "accepted an event without exactly one of echo and oauth2")
+        let token = event.oauth2?.accessToken.revealed ?? ""
+        expect(event.oauth2 == nil || FieldOracle.isValid("oauth2.access_token", token), "accepted an access token that is not a b64token")
+        let authorization = event.echo?.authorization.revealed ?? "OAuth "
         expect(authorization.hasPrefix("OAuth "), "accepted an authorization that is not an OAuth header")
         expect(!authorization.unicodeScalars.contains { $0.properties.generalCategory == .control },
                "accepted an authorization with a control character")
-        let url = event.echo.serviceProvider
+        let url = event.echo?.serviceProvider ?? "https://oauth2.invalid"
         expect(!url.unicodeScalars.contains { $0.properties.generalCategory == .control },
                "accepted a service_provider with a control character: \(String(reflecting: url))")
         let components = URLComponents(string: url)
@@ -1130,7 +1174,7 @@ fileprivate enum Invariants {
 
         // Nothing stored may hold U+0000 (TextRules.nulReason): the stores refuse or cut it.
         for (name, text) in [("id", event.id), ("user_id", event.userID), ("phone", event.phoneNumber ?? ""),
-                             ("service_provider", url), ("authorization", authorization)] {
+                             ("service_provider", url), ("authorization", authorization), ("access_token", token)] {
             expect(!text.utf8.contains(0), "accepted a NUL in \(name)")
         }
         expect(event.fingerprint.count == 32, "a fingerprint of \(event.fingerprint.count) bytes, not a SHA-256")

@@ -6,7 +6,8 @@ import Foundation
 /// copied here unchanged but for names, so the differential tests can hold the new parser
 /// to exactly its answers: `JSONValue.parse` (JSONDecoder), field checks with the Unicode
 /// rules, and SHA-256 of `JSONValue.canonicalEncoding()` (JSONEncoder) as the fingerprint.
-/// Not to be "fixed": it is the reference, quirks and all.
+/// Not to be "fixed": it is the reference, quirks and all. The one addition since is the
+/// `oauth2` proof (issue 48's contract), written here again from that contract.
 enum ReferenceEventParser {
     static func parse(body: [UInt8]) throws(EventParseError) -> IncomingEvent {
         guard String(validating: body, as: UTF8.self) != nil else {
@@ -48,10 +49,11 @@ enum ReferenceEventParser {
             fields.problems.append(.init(field: "data", reason: "must be an object, not \(other.typeName)"))
         }
 
+        func isGiven(_ value: JSONValue?) -> Bool { value != nil && value != .null }
         var echo: EchoCredentials?
         switch object["echo"] {
         case nil, .null?:
-            fields.problems.append(.init(field: "echo", reason: "is required"))
+            if !isGiven(object["oauth2"]) { fields.problems.append(.init(field: "echo", reason: "is required")) }
         case .object(let echoObject)?:
             var echoFields = ReferenceFieldReader(object: echoObject, path: "echo.")
             let serviceProvider = echoFields.string("service_provider") { ReferenceFieldRules.serviceProviderProblem($0) }
@@ -64,14 +66,28 @@ enum ReferenceEventParser {
             fields.problems.append(.init(field: "echo", reason: "must be an object, not \(other.typeName)"))
         }
 
+        var oauth2: OAuth2Credentials?
+        if isGiven(object["oauth2"]) {
+            if isGiven(object["echo"]) {
+                fields.problems.append(.init(field: "oauth2", reason: "must not be sent with echo: an event carries exactly one of echo and oauth2"))
+            } else if case .object(let oauth2Object)? = object["oauth2"] {
+                var oauth2Fields = ReferenceFieldReader(object: oauth2Object, path: "oauth2.")
+                oauth2 = oauth2Fields.string("access_token") { ReferenceFieldRules.accessTokenProblem($0) }
+                    .map { OAuth2Credentials(accessToken: Secret($0)) }
+                fields.problems += oauth2Fields.problems
+            } else {
+                fields.problems.append(.init(field: "oauth2", reason: "must be an object, not \(object["oauth2"]!.typeName)"))
+            }
+        }
+
         guard fields.problems.isEmpty, let id, let type, let userID, let occurredText,
-              let occurredAt = RFC3339.parse(occurredText), let echo
+              let occurredAt = RFC3339.parse(occurredText), echo != nil || oauth2 != nil
         else {
             throw .invalidFields(fields.problems)
         }
         return IncomingEvent(
             id: id, type: type, userID: userID, occurredAt: occurredAt, phoneNumber: phoneNumber,
-            echo: echo, fingerprint: Array(SHA256.hash(data: document.canonicalEncoding()))
+            echo: echo, oauth2: oauth2, fingerprint: Array(SHA256.hash(data: document.canonicalEncoding()))
         )
     }
 }
@@ -154,6 +170,13 @@ enum ReferenceFieldRules {
             return "must not contain control characters"
         }
         return nil
+    }
+
+    /// `oauth2.access_token`: RFC 6750 §2.1's `b64token`, 1 to 4096 bytes.
+    static func accessTokenProblem(_ token: String) -> String? {
+        guard (1...4096).contains(token.utf8.count) else { return "must be 1 to 4096 characters long" }
+        let matches = token.wholeMatch(of: /[A-Za-z0-9\-._~+\/]+=*/) != nil && token.allSatisfy(\.isASCII)
+        return matches ? nil : "must be an OAuth 2 bearer token: letters, digits and - . _ ~ + /, then any = padding"
     }
 
     /// `echo.service_provider`: an absolute URL (scheme and host). Whether its scheme and

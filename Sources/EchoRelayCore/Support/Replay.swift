@@ -203,6 +203,7 @@ public protocol ReplayStore: Sendable {
     /// Stops creating deliveries and cancels its deliveries not yet in flight. Nil if unknown.
     func cancelReplay(id: String, actor: Principal, reason: String) async throws -> Replay?
 
-    /// Gives an `unverifiable` event fresh echo credentials and a new verification item.
-    func reverify(eventID: String, echo: EchoCredentials, actor: Principal, reason: String) async throws
+    /// Gives an `unverifiable` event a fresh proof (echo headers or an access token, which
+    /// also sets its path) and a new verification item.
+    func reverify(eventID: String, proof: VerificationProof, actor: Principal, reason: String) async throws
 }

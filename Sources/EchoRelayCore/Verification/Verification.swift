@@ -9,18 +9,25 @@ public struct VerificationTask: Sendable, Equatable {
     public var sequence: Int64
     public var occurredAt: Date
     public var pushedPhoneNumber: String?
-    /// Nil only if the credentials were erased, which happens with the final outcome.
+    /// The proof of the task's `path`. Nil only if it was erased, which happens with the final outcome.
     public var echo: EchoCredentials?
+    public var oauth2: OAuth2Credentials?
     /// Tries so far, this one included.
     public var attempts: Int
-    /// A SET's event is verified by the signature checked when it arrived: no echo request.
+    /// A SET's event is verified by the signature checked when it arrived: no request.
     public var source: EventSource
+    /// How the provider is asked: OAuth Echo, OAuth 2, or not at all (a SET).
+    public var path: VerificationPath
 
+    /// `path` defaults to what the source and the credentials say.
     public init(
         workItemID: Int64, eventID: String, type: EventType, userID: String, sequence: Int64, occurredAt: Date,
-        pushedPhoneNumber: String?, echo: EchoCredentials?, attempts: Int, source: EventSource = .push
+        pushedPhoneNumber: String?, echo: EchoCredentials?, oauth2: OAuth2Credentials? = nil, attempts: Int,
+        source: EventSource = .push, path: VerificationPath? = nil
     ) {
         self.source = source
+        self.oauth2 = oauth2
+        self.path = path ?? (source == .set ? .set : oauth2 == nil ? .echo : .oauth2)
         self.workItemID = workItemID
         self.eventID = eventID
         self.type = type
@@ -40,6 +47,9 @@ public enum VerificationReason: String, Sendable, Codable, CaseIterable, Error {
     case knownTokenExpired = "known_token_expired"
     /// A Security Event Token whose signature, issuer and audience were checked at `POST /v1/sets`.
     case setSignature = "set_signature"
+    /// OAuth 2: the token EchoRelay verified for this user, the newest it verified, unexpired,
+    /// was introspected inactive: the session ended.
+    case knownTokenInactive = "known_token_inactive"
     // rejected before any request was sent
     case invalidURL = "invalid_url"
     case schemeNotAllowed = "scheme_not_allowed"
@@ -59,10 +69,28 @@ public enum VerificationReason: String, Sendable, Codable, CaseIterable, Error {
     case redirected = "redirected"
     case providerRefused = "provider_refused"
     case unreadableResponse = "unreadable_response"
+    // rejected on an OAuth 2 answer (introspection, UserInfo)
+    /// Active, but issued to another client than `ECHORELAY_OAUTH2_TOKEN_CLIENT_ID`.
+    case wrongClient = "wrong_client"
+    /// Active, but from another issuer than `ECHORELAY_OAUTH2_ISSUER`.
+    case wrongIssuer = "wrong_issuer"
+    /// Introspected inactive, for an event that needs a live session.
+    case tokenInactive = "token_inactive"
+    /// A deactivation whose token the provider calls active: the account is alive.
+    case accountAlive = "account_alive"
+    /// A deactivation whose inactive token is not the newest EchoRelay verified for the user.
+    case supersededToken = "superseded_token"
+    /// A deactivation whose inactive token had merely run out (its `exp` has passed).
+    case tokenExpired = "token_expired"
     // unverifiable
     case timestampOutOfWindow = "timestamp_out_of_window"
     case providerUnavailable = "provider_unavailable"
     case echoMissing = "echo_missing"
+    case oauth2Missing = "oauth2_missing"
+    /// The introspection endpoint kept refusing EchoRelay's own client credentials (401/403).
+    case clientRefused = "client_refused"
+    /// This process has no provider configured for the event's path.
+    case providerNotConfigured = "provider_not_configured"
 }
 
 /// The final result of verifying one event.
@@ -72,13 +100,16 @@ public struct VerificationOutcome: Sendable, Equatable {
     /// What the provider answered, when it answered with an account.
     public var providerUserID: String?
     public var providerPhoneNumber: String?
-    /// SHA-256 of the echo token, when the provider confirmed it belongs to the event's user.
+    /// SHA-256 of the echo or OAuth 2 token, when the provider confirmed it belongs to the event's user.
     public var confirmedTokenHash: [UInt8]?
+    /// The confirmed token's `exp`, as the provider gave it (OAuth 2; nil: none given).
+    public var confirmedTokenExpiry: Date?
 
     public init(
         status: EventStatus, reason: VerificationReason, providerUserID: String? = nil,
-        providerPhoneNumber: String? = nil, confirmedTokenHash: [UInt8]? = nil
+        providerPhoneNumber: String? = nil, confirmedTokenHash: [UInt8]? = nil, confirmedTokenExpiry: Date? = nil
     ) {
+        self.confirmedTokenExpiry = confirmedTokenExpiry
         self.status = status
         self.reason = reason
         self.providerUserID = providerUserID

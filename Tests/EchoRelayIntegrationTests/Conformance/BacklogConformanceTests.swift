@@ -91,7 +91,7 @@ import TestSupport
             #expect(try await store.sampleBacklog(countingUpTo: 100) == BacklogSample(count: 0, arrivals: 2),
                     "the items are gone, the counter stays")
             let echo = EchoCredentials(serviceProvider: "https://api.example.com/fresh", authorization: Secret("OAuth fresh"))
-            try await store.reverify(eventID: "e1", echo: echo, actor: supportActor, reason: "provider back")
+            try await store.reverify(eventID: "e1", proof: .echo(echo), actor: supportActor, reason: "provider back")
             #expect(try await store.sampleBacklog(countingUpTo: 100) == BacklogSample(count: 1, arrivals: 3), "a reverified event is back")
         }
     }

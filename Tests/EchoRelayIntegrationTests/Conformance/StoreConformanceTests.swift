@@ -699,16 +699,16 @@ import TestSupport
                 task.eventID == "e1" ? .unverifiable(.providerUnavailable) : VerificationOutcome(status: .verified, reason: .providerConfirmed)
             }
             let echo = EchoCredentials(serviceProvider: "https://api.example.com/fresh", authorization: Secret("OAuth fresh"))
-            try await store.reverify(eventID: "e1", echo: echo, actor: supportActor, reason: "provider back")
+            try await store.reverify(eventID: "e1", proof: .echo(echo), actor: supportActor, reason: "provider back")
             #expect(try await store.event(id: "e1")?.status == .pending)
             let tasks = try await store.claimVerifications(owner: "w", limit: 10, lease: .seconds(60))
             #expect(tasks.map(\.eventID) == ["e1"])
             #expect(tasks.first?.echo == echo && tasks.first?.attempts == 1)
             await #expect(throws: ReplayError.notUnverifiable(.verified)) {
-                try await store.reverify(eventID: "e2", echo: echo, actor: supportActor, reason: "r")
+                try await store.reverify(eventID: "e2", proof: .echo(echo), actor: supportActor, reason: "r")
             }
             await #expect(throws: ReplayError.eventNotFound) {
-                try await store.reverify(eventID: "nope", echo: echo, actor: supportActor, reason: "r")
+                try await store.reverify(eventID: "nope", proof: .echo(echo), actor: supportActor, reason: "r")
             }
         }
     }

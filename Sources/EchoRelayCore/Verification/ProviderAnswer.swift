@@ -1,5 +1,5 @@
-/// What came back from the provider for one OAuth Echo request.
-public enum EchoAnswer: Sendable, Equatable {
+/// What came back from the provider for one request: OAuth Echo, introspection or UserInfo.
+public enum ProviderAnswer: Sendable, Equatable {
     case response(status: Int, body: [UInt8])
     /// No answer: timeout, refused connection, TLS failure… (always worth a retry).
     case noAnswer(String)
@@ -8,14 +8,17 @@ public enum EchoAnswer: Sendable, Equatable {
 /// What the verify worker does next with an event.
 public enum VerificationDecision: Sendable, Equatable {
     case final(VerificationOutcome)
-    /// Try again later (5xx, 429, timeout, connection error).
+    /// Try again later (5xx, 429, timeout, connection error); after the last try the event is
+    /// unverifiable (`provider_unavailable`).
     case retry
+    /// Try again later; after the last try the event is unverifiable for this reason.
+    case retryOrGiveUp(VerificationReason)
 }
 
 /// The outcome table of docs/identity-provider.md, as one pure function.
 public enum EchoOutcomeRules {
     public static func decide(
-        task: VerificationTask, target: EchoTarget, answer: EchoAnswer, tokenKnownForUser: Bool
+        task: VerificationTask, target: EchoTarget, answer: ProviderAnswer, tokenKnownForUser: Bool
     ) -> VerificationDecision {
         guard case .response(let status, let body) = answer else { return .retry }
         if status >= 500 || status == 429 { return .retry }
