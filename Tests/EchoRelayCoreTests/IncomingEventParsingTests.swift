@@ -112,6 +112,52 @@ import Testing
         #expect(problems.map(\.field) == ["echo.service_provider", "echo.authorization"])
     }
 
+    @Test func anOAuth2AccessTokenIsTheOtherProof() throws {
+        let event = try IncomingEvent.parse(body: Self.body { $0["echo"] = nil; $0["oauth2"] = ["access_token": "eyJhbGci.eyJzdWIi.c2ln-_~+/=="] })
+        #expect(event.echo == nil)
+        #expect(event.oauth2?.accessToken.revealed == "eyJhbGci.eyJzdWIi.c2ln-_~+/==")
+        #expect(event.path == .oauth2)
+        #expect(try IncomingEvent.parse(body: Self.body()).path == .echo)
+        // null counts as absent, for either proof.
+        #expect(try IncomingEvent.parse(body: Self.body { $0["oauth2"] = NSNull() }).path == .echo)
+        #expect(try IncomingEvent.parse(body: Self.body { $0["echo"] = NSNull(); $0["oauth2"] = ["access_token": "abc"] }).path == .oauth2)
+    }
+
+    @Test func exactlyOneProofIsTaken() {
+        let both = Self.problems(Self.body { $0["oauth2"] = ["access_token": "abc"] })
+        #expect(both == [FieldProblem(field: "oauth2", reason: "must not be sent with echo: an event carries exactly one of echo and oauth2")])
+        #expect(Self.problems(Self.body { $0["echo"] = nil }) == [FieldProblem(field: "echo", reason: "is required")])
+    }
+
+    /// Each bad proof: where the problem is, the JSON of `oauth2` (`{"access_token": X}` for
+    /// the token's cases, X empty for none), and the reason.
+    @Test(arguments: [
+        ("oauth2", #""a string""#, "must be an object, not a string"),
+        ("oauth2.access_token", "", "is required"),
+        ("oauth2.access_token", "12", "must be a string, not a number"),
+        ("oauth2.access_token", #""""#, "must be 1 to 4096 characters long"),
+        ("oauth2.access_token", "\"" + String(repeating: "a", count: 4097) + "\"", "must be 1 to 4096 characters long"),
+        ("oauth2.access_token", #""Bearer abc""#, "must be an OAuth 2 bearer token: letters, digits and - . _ ~ + /, then any = padding"),
+        ("oauth2.access_token", #""ab=c""#, "must be an OAuth 2 bearer token: letters, digits and - . _ ~ + /, then any = padding"),
+        ("oauth2.access_token", #""abc\n""#, "must be an OAuth 2 bearer token: letters, digits and - . _ ~ + /, then any = padding"),
+        ("oauth2.access_token", #""tök""#, "must be an OAuth 2 bearer token: letters, digits and - . _ ~ + /, then any = padding"),
+    ])
+    func aBadOAuth2ProofIsRefusedNamingItsField(field: String, json: String, reason: String) throws {
+        let text = field == "oauth2" ? json : json.isEmpty ? "{}" : #"{"access_token":\#(json)}"#
+        let value = try JSONSerialization.jsonObject(with: Data(text.utf8), options: .fragmentsAllowed)
+        let problems = Self.problems(Self.body { $0["echo"] = nil; $0["oauth2"] = value })
+        #expect(problems == [FieldProblem(field: field, reason: reason)])
+    }
+
+    @Test func reasonsNeverQuoteTheAccessToken() {
+        let token = "s3cr3t-t0ken value"
+        let problems = Self.problems(Self.body { $0["echo"] = nil; $0["oauth2"] = ["access_token": token] })
+        #expect(problems.count == 1)
+        #expect(!problems.description.contains("s3cr3t"))
+        let event = try? IncomingEvent.parse(body: Self.body { $0["echo"] = nil; $0["oauth2"] = ["access_token": "s3cr3t-t0ken"] })
+        #expect(event.map { !String(describing: $0).contains("s3cr3t") && !String(reflecting: $0).contains("s3cr3t") } == true)
+    }
+
     @Test func reportsEveryBadFieldAtOnce() {
         let problems = Self.problems(Self.body {
             $0["id"] = nil
