@@ -15,7 +15,7 @@
 WITH input AS (
     SELECT * FROM unnest(ARRAY[:id::text], ARRAY[:user::text], ARRAY[CASE WHEN :phone THEN 'phone.changed' ELSE 'token.rotated' END], ARRAY[:occurred_at::timestamptz],
                          ARRAY[:fingerprint::bytea], ARRAY[CASE WHEN :phone THEN :phone_number::text ELSE '' END], ARRAY[:service_provider::text], ARRAY[:authorization::text])
-        WITH ORDINALITY AS i(id, user_id, type, occurred_at, fingerprint, phone, provider, echo_auth, position)
+        WITH ORDINALITY AS i(id, user_id, type, occurred_at, fingerprint, phone, provider, proof, position)
 ), counts AS (
     SELECT user_id, count(*) AS n FROM input GROUP BY user_id
 ), next AS (
@@ -25,10 +25,12 @@ WITH input AS (
     RETURNING user_id, last_sequence
 ), stored AS (
     INSERT INTO events (id, user_id, sequence, type, occurred_at, fingerprint,
-                        pushed_phone_number, echo_service_provider, echo_authorization)
+                        pushed_phone_number, echo_service_provider, echo_authorization, oauth2_access_token, path)
     SELECT f.id, f.user_id,
            next.last_sequence - counts.n + row_number() OVER (PARTITION BY f.user_id ORDER BY f.position),
-           f.type, f.occurred_at, f.fingerprint, nullif(f.phone, ''), f.provider, f.echo_auth
+           f.type, f.occurred_at, f.fingerprint, nullif(f.phone, ''), nullif(f.provider, ''),
+           CASE WHEN f.provider = '' THEN NULL ELSE f.proof END, CASE WHEN f.provider = '' THEN f.proof END,
+           CASE WHEN f.provider = '' THEN 'oauth2' ELSE 'echo' END
     FROM input f JOIN counts USING (user_id) JOIN next USING (user_id)
     RETURNING id, user_id, sequence
 ), work AS (

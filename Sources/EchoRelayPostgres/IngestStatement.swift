@@ -23,8 +23,8 @@ struct IngestStatement: PostgresPreparedStatement {
     static let sql = """
         WITH input AS (
             SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[],
-                                 $5::bytea[], $6::text[], $7::text[], $8::text[], $12::text[])
-                WITH ORDINALITY AS i(id, user_id, type, occurred_at, fingerprint, phone, provider, echo_auth, oauth2_token, position)
+                                 $5::bytea[], $6::text[], $7::text[], $8::text[])
+                WITH ORDINALITY AS i(id, user_id, type, occurred_at, fingerprint, phone, provider, proof, position)
         ), counts AS (
             SELECT user_id, count(*) AS n FROM input GROUP BY user_id
         ), next AS (
@@ -37,8 +37,9 @@ struct IngestStatement: PostgresPreparedStatement {
                                 pushed_phone_number, echo_service_provider, echo_authorization, oauth2_access_token, path)
             SELECT f.id, f.user_id,
                    next.last_sequence - counts.n + row_number() OVER (PARTITION BY f.user_id ORDER BY f.position),
-                   f.type, f.occurred_at, f.fingerprint, nullif(f.phone, ''), nullif(f.provider, ''), nullif(f.echo_auth, ''),
-                   nullif(f.oauth2_token, ''), CASE WHEN f.oauth2_token = '' THEN 'echo' ELSE 'oauth2' END
+                   f.type, f.occurred_at, f.fingerprint, nullif(f.phone, ''), nullif(f.provider, ''),
+                   CASE WHEN f.provider = '' THEN NULL ELSE f.proof END, CASE WHEN f.provider = '' THEN f.proof END,
+                   CASE WHEN f.provider = '' THEN 'oauth2' ELSE 'echo' END
             FROM input f JOIN counts USING (user_id) JOIN next USING (user_id)
             RETURNING id, user_id, sequence
         ), work AS (
@@ -56,7 +57,7 @@ struct IngestStatement: PostgresPreparedStatement {
 
     static let bindingDataTypes: [PostgresDataType] = [
         .textArray, .textArray, .textArray, .timestamptzArray, .byteaArray, .textArray, .textArray, .textArray, .text,
-        .text, .float8, .textArray,
+        .text, .float8,
     ]
 
     typealias Row = (String, Int64, Int64)
@@ -66,21 +67,20 @@ struct IngestStatement: PostgresPreparedStatement {
     var handOff: HandOff?
 
     func makeBindings() -> PostgresBindings {
-        var bindings = PostgresBindings(capacity: 12)
+        var bindings = PostgresBindings(capacity: 11)
         bindings.append(events.map(\.id))
         bindings.append(events.map(\.userID))
         bindings.append(events.map(\.type.rawValue))
         bindings.append(events.map(\.occurredAt))
         bindings.append(events.map { ByteBuffer(bytes: $0.fingerprint) })
         bindings.append(events.map { $0.phoneNumber ?? "" })
-        // An event carries exactly one proof; the other's columns are '' here (the arrays hold no
-        // NULLs), NULL once stored. None of these values can be empty.
+        // The proof: echo's service provider and header, or '' and the OAuth 2 access token (the
+        // arrays hold no NULLs; a service provider is never empty).
         bindings.append(events.map { $0.echo?.serviceProvider ?? "" })
-        bindings.append(events.map { $0.echo?.authorization.revealed ?? "" })
+        bindings.append(events.map { $0.echo?.authorization.revealed ?? $0.oauth2?.accessToken.revealed ?? "" })
         bindings.append(wakePayload)
         bindings.append(handOff?.owner)
         bindings.append(handOff.map(\.lease.seconds))
-        bindings.append(events.map { $0.oauth2?.accessToken.revealed ?? "" })
         return bindings
     }
 

@@ -13,7 +13,7 @@ import Testing
     static func documentedSettings() throws -> Set<String> {
         let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
         return Set(readme.split(separator: "\n").compactMap { line -> String? in
-            guard let match = line.firstMatch(of: /^\| `--[a-z-]+` \| `(ECHORELAY_[A-Z_]+)(=1)?` \|/) else { return nil }
+            guard let match = line.firstMatch(of: /^\| `--[a-z0-9-]+` \| `(ECHORELAY_[A-Z0-9_]+)(=1)?` \|/) else { return nil }
             return String(match.output.1)
         })
     }
@@ -23,7 +23,7 @@ import Testing
         let compose = try String(contentsOf: root.appendingPathComponent("docker-compose.yml"), encoding: .utf8)
         var environment: [String: Bool] = [:]
         for line in compose.split(separator: "\n") {
-            guard let match = line.firstMatch(of: /^      (ECHORELAY_[A-Z_]+): (.*)$/) else { continue }
+            guard let match = line.firstMatch(of: /^      (ECHORELAY_[A-Z0-9_]+): (.*)$/) else { continue }
             environment[String(match.output.1)] = match.output.2.contains(":?")
         }
         return environment
@@ -43,7 +43,7 @@ import Testing
         #expect(required == ["ECHORELAY_INGEST_SECRETS", "ECHORELAY_ADMIN_TOKEN", "ECHORELAY_CONSUMER_KEY", "ECHORELAY_ECHO_ALLOWED_HOSTS"])
         let readme = try String(contentsOf: Self.root.appendingPathComponent("README.md"), encoding: .utf8)
         let paragraph = try #require(readme.components(separatedBy: "\n\n").first { $0.contains("`docker compose up`") })
-        let named = Set(paragraph.matches(of: /`(ECHORELAY_[A-Z_]+)` and|`(ECHORELAY_[A-Z_]+)`,|`(ECHORELAY_[A-Z_]+)` set/).compactMap {
+        let named = Set(paragraph.matches(of: /`(ECHORELAY_[A-Z0-9_]+)` and|`(ECHORELAY_[A-Z0-9_]+)`,|`(ECHORELAY_[A-Z0-9_]+)` set/).compactMap {
             ($0.output.1 ?? $0.output.2 ?? $0.output.3).map(String.init)
         })
         #expect(named == required, "the README's compose sentence names \(named.sorted())")

@@ -22,7 +22,9 @@ import TestSupport
             let receivedAt = try #require(json["received_at"] as? String)
             #expect(abs((RFC3339.parse(receivedAt) ?? .distantPast).timeIntervalSinceNow) < 60)
             #expect(!response.text.contains("OAuth"))
-            #expect(!response.text.contains("echo"))
+            // No echo credentials: the one "echo" is the path's value (issue 48's `path`).
+            #expect(json["path"] as? String == "echo")
+            #expect(!response.text.replacingOccurrences(of: #""path":"echo""#, with: "").contains("echo"))
         }
     }
 

@@ -152,6 +152,7 @@ import TestSupport
             ("ReverifyRequest", API.ReverifyRequest(reason: "r", echo: .init(service_provider: "https://api.example/v",
                                                                               authorization: "OAuth x"))),
             ("EchoCredentials", API.EchoCredentials(service_provider: "https://api.example/v", authorization: "OAuth x")),
+            ("OAuth2Credentials", API.OAuth2Credentials(access_token: "t")),
             ("FieldProblem", API.FieldProblem(field: "id", reason: "is required")),
             // Lists, and the small answers.
             ("SubscriptionList", API.SubscriptionList([subscription], next_cursor: "sub_1")),

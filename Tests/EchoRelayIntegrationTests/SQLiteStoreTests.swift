@@ -132,14 +132,14 @@ import Glibc
         try await withTemporaryPath { path in
             let store = try await SQLiteEventStore.open(path: path, logger: TestLogger.quiet)
             _ = try await store.migrate(Migration.sqlite.filter { $0.version < 7 })
-            _ = try await store.createSubscription(
+            let subscription = try await store.createSubscription(
                 SubscriptionFields(url: "https://app.example/hook", eventTypes: [.tokenRotated], ordered: true),
                 ownerTokenID: nil, secret: "whsec_c2VjcmV0")
-            try await Self.verifiedEvent("evt_1", in: store)
+            try await Self.verifiedEvent("evt_1", subscriptionID: subscription.id, in: store)
             let before = try await store.deliveries(eventID: "evt_1").count
             #expect(before == 1)
 
-            #expect(try await store.migrate() == [7, 8, 9, 10])
+            #expect(try await store.migrate() == [7, 8, 9, 10, 11])
             let stored = try #require(try await store.event(id: "evt_1"))
             #expect(stored.status == .verified && stored.type == .tokenRotated && stored.sequence == 1)
             #expect(try await store.deliveries(eventID: "evt_1").count == before)
@@ -173,11 +173,11 @@ import Glibc
             let subscription = try await store.createSubscription(
                 SubscriptionFields(url: "https://app.example/hook", eventTypes: [.tokenRotated], ordered: true),
                 ownerTokenID: nil, secret: "whsec_c2VjcmV0")
-            try await Self.verifiedEvent("evt_1", in: store)
+            try await Self.verifiedEvent("evt_1", subscriptionID: subscription.id, in: store)
             let receipt = try await store.replayEvent(id: "evt_1", subscriptionIDs: [subscription.id], actor: .environmentAdmin,
                                                       reason: "before the migration")
 
-            #expect(try await store.migrate() == [9, 10])
+            #expect(try await store.migrate() == [9, 10, 11])
             #expect(try await store.replay(id: receipt.id)?.kind == .event)
             #expect(try await store.deliveries(eventID: "evt_1").compactMap(\.replayID) == [receipt.id])
             let (broken, indexes) = try await store.session.read { db in
@@ -200,14 +200,22 @@ import Glibc
     }
 
     /// An event stored and verified, so that it has its deliveries.
-    static func verifiedEvent(_ id: String, in store: SQLiteEventStore) async throws {
-        _ = try await store.ingest(IncomingEvent(
-            id: id, type: .tokenRotated, userID: "user-1", occurredAt: Date(), phoneNumber: nil,
-            echo: EchoCredentials(serviceProvider: "https://api.example/verify", authorization: Secret("OAuth x")),
-            fingerprint: Array(repeating: 1, count: 32)))
-        let task = try #require(try await store.claimVerifications(owner: "w1", limit: 1, lease: .seconds(60)).first)
-        #expect(try await store.finishVerification(task, owner: "w1", outcome: .init(
-            status: .verified, reason: .providerConfirmed, providerUserID: "user-1")))
+    /// A verified event of `user-1` with one pending delivery to `subscriptionID`, written as
+    /// the first schema holds them: these tests run before the newest migrations, whose columns
+    /// the store's own ingest and outcome statements write.
+    static func verifiedEvent(_ id: String, subscriptionID: String, in store: SQLiteEventStore) async throws {
+        try await store.session.write { db in
+            try await db.run("INSERT INTO user_sequences (user_id, last_sequence) VALUES ('user-1', 1)")
+            try await db.run("""
+                INSERT INTO events (id, user_id, sequence, type, occurred_at, received_at, fingerprint, status, status_reason,
+                                    verified_at, decided_at, provider_user_id)
+                VALUES (?1, 'user-1', 1, 'token.rotated', ?2, ?2, ?3, 'verified', 'provider_confirmed', ?2, ?2, 'user-1')
+                """, [id, db.now, Blob(Array(repeating: 1, count: 32))])
+            try await db.run("""
+                INSERT INTO deliveries (event_id, subscription_id, user_id, sequence, webhook_id, due_at, created_at)
+                VALUES (?1, ?2, 'user-1', 1, 'msg_' || ?1, ?3, ?3)
+                """, [id, subscriptionID, db.now])
+        }
     }
 
     @Test func settingsKeepTheFirstValueAcrossRestarts() async throws {

@@ -23,7 +23,7 @@ import TestSupport
         let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
         var table: [String: Described] = [:]
         for line in readme.split(separator: "\n") {
-            guard let row = line.firstMatch(of: #/^\| `--([a-z-]+)` \| `(ECHORELAY_[A-Z_]+)(=1)?` \| (.*?) \| /#) else { continue }
+            guard let row = line.firstMatch(of: #/^\| `--([a-z0-9-]+)` \| `(ECHORELAY_[A-Z0-9_]+)(=1)?` \| (.*?) \| /#) else { continue }
             let isSwitch = row.output.3 != nil
             let cell = String(row.output.4)
             #expect(!isSwitch || cell == "off", "a switch's default is off: \(line)")
@@ -47,7 +47,7 @@ import TestSupport
         for block in ("\n" + options).components(separatedBy: "\n  --").dropFirst() {
             let text = block.split(whereSeparator: \.isWhitespace).joined(separator: " ")
             let flag = String(text.prefix { $0 != " " })
-            guard let env = text.firstMatch(of: /\(env: (ECHORELAY_[A-Z_]+)(=1)?(?:, default: (.*))?\)$/) else {
+            guard let env = text.firstMatch(of: /\(env: (ECHORELAY_[A-Z0-9_]+)(=1)?(?:, default: (.*))?\)$/) else {
                 #expect(["help", "version"].contains(flag), "--\(flag) does not say its variable: \(text)")
                 continue
             }
