@@ -134,6 +134,42 @@ import TestSupport
         }
     }
 
+    /// The OAuth 2 worked example of docs/identity-provider.md, run as written against an
+    /// authorization server built on oauthlib: a rotation with the user's token is verified,
+    /// the deactivation with that token once it is revoked is verified and deactivates the
+    /// user, and the same with a made-up token is rejected.
+    @Test func theOAuth2WorkedExampleVerifiesARotationThenTheDeactivationThatEndsIt() async throws {
+        try await OAuth2Fixture.run(.postgres) { f in
+            func push(_ type: String, _ id: String, user: String, token: String) async throws -> String {
+                let child = try Self.start("push_oauth2.py", in: "docs/identity-provider.md", interpreter: "python3",
+                                           arguments: [type, id, user], environment: [
+                    "ECHORELAY_URL": f.http.baseURL, "ECHORELAY_INGEST_SECRET": LiveServer.ingestSecret, "ACCESS_TOKEN": token,
+                ])
+                let status = try await child.wait()
+                let output = String(decoding: child.standardOutput + child.standardError, as: UTF8.self)
+                #expect(status == 0, "\(output)")
+                return output
+            }
+            let token = try await f.session("4815162342")
+            let rotated = try await push("token.rotated", "evt_01HZX4", user: "4815162342", token: token)
+            #expect(rotated.hasPrefix(#"202 {"id":"evt_01HZX4","sequence":1,"status":"accepted"}"#), "\(rotated)")
+            let verified = try await f.outcome(of: "evt_01HZX4")
+            #expect(verified["status"] as? String == "verified" && verified["reason"] as? String == "provider_confirmed")
+            #expect(verified["path"] as? String == "oauth2")
+
+            try await f.authorizationServer.revoke(token)
+            _ = try await push("account.deactivated", "evt_01HZX5", user: "4815162342", token: token)
+            let ended = try await f.outcome(of: "evt_01HZX5")
+            #expect(ended["status"] as? String == "verified" && ended["reason"] as? String == "known_token_inactive")
+            #expect(try await f.user("4815162342")?["state"] as? String == "deactivated")
+
+            _ = try await f.session("2718281828")
+            _ = try await push("account.deactivated", "evt_01HZX6", user: "2718281828", token: "made-up-" + UUID().uuidString)
+            let forged = try await f.outcome(of: "evt_01HZX6")
+            #expect(forged["status"] as? String == "rejected" && forged["reason"] as? String == "unknown_token")
+        }
+    }
+
     /// The stand-in transmitter of docs/identity-provider.md, run as written: its SET is
     /// accepted with the key it publishes, and becomes the user's event, verified by its signature.
     @Test func theStandInTransmitterPushesASetThatBecomesAVerifiedEvent() async throws {
