@@ -127,7 +127,7 @@ struct EventsCommand: AsyncParsableCommand {
             }
             var sections = [TextOutput.block([
                 ("event", event.id), ("type", event.type), ("user", event.user_id), ("sequence", String(event.sequence)),
-                ("status", event.status), ("reason", TextOutput.orDash(event.reason)),
+                ("status", event.status), ("reason", TextOutput.orDash(event.reason)), ("path", event.path),
                 ("occurred at", event.occurred_at), ("received at", event.received_at),
                 ("decided at", TextOutput.orDash(event.decided_at)), ("verified at", TextOutput.orDash(event.verified_at)),
                 ("provider", provider),

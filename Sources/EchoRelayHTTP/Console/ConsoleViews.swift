@@ -157,6 +157,9 @@ struct EventPage {
     let sequence: Int64
     let status: String
     let reason: String?
+    /// How the provider was asked: `echo`, `oauth2` or `set`, and in words.
+    let path: String
+    let pathText: String
     let occurredAt: TimeView
     let receivedAt: TimeView
     let decidedAt: TimeView?
@@ -178,6 +181,12 @@ struct EventPage {
         sequence = event.sequence
         status = event.status.rawValue
         reason = event.reason?.rawValue
+        path = event.path.rawValue
+        pathText = switch event.path {
+        case .echo: "OAuth Echo"
+        case .oauth2: "OAuth 2 introspection"
+        case .set: "the Security Event Token's signature"
+        }
         occurredAt = TimeView(event.occurredAt, now: now)
         receivedAt = TimeView(event.receivedAt, now: now)
         decidedAt = event.decidedAt.map { TimeView($0, now: now) }
