@@ -8,7 +8,9 @@ import Synchronization
 /// requests like Digits (`/1.1/sdk/account.json`) and Twitter
 /// (`/1.1/account/verify_credentials.json`). It checks every OAuth 1.0a signature with its
 /// own code (`ProviderOAuth` below, not EchoRelay's), checks the timestamp window, can be
-/// told to fail, hang or redirect, and records every request it receives.
+/// told to fail, hang or redirect, and records every request it receives. It is also an
+/// OAuth 2 authorization server (`StandInProvider+OAuth2.swift`): token introspection at
+/// `POST /oauth2/introspect` and OpenID Connect UserInfo at `GET /oauth2/userinfo`.
 public final class StandInProvider: Sendable {
     public enum Mode: Sendable, Equatable {
         case normal
@@ -45,10 +47,15 @@ public final class StandInProvider: Sendable {
         var requests: [RecordedRequest] = []
         var port = 0
         var observer: (@Sendable (Answered) -> Void)?
+        /// OAuth 2: the clients that may introspect (id → secret), and the access tokens issued.
+        var oauth2Clients: [String: String] = [:]
+        var accessTokens: [String: AccessToken] = [:]
     }
 
-    /// What an echo request was answered, and why, for a watcher (the demo prints it).
+    /// What a request was answered, and why, for a watcher (the demo prints it).
     public struct Answered: Sendable {
+        /// The request, in short: `GET account.json`, `POST introspect`, `GET userinfo`.
+        public var request = "GET account.json"
         public let status: Int
         /// The provider's error code (32, 89, 135…); nil for a `200`.
         public let code: Int?
@@ -59,7 +66,7 @@ public final class StandInProvider: Sendable {
     }
 
     public static let timestampWindow: TimeInterval = 300
-    private let state = Mutex(State())
+    let state = Mutex(State())
     private let releaseHanging = WakeSignal()
 
     public init() {}
@@ -124,7 +131,9 @@ public final class StandInProvider: Sendable {
     /// Its routes, for a server of the caller's (the demo's), which calls `serving(onPort:)`.
     public func router() -> Router<BasicRequestContext> {
         let router = Router()
-        router.get("**") { request, _ in await self.answer(request) }
+        router.post(RouterPath(Self.introspectionPath)) { request, _ in await self.answer(request) { try await self.introspect($0) } }
+        router.get(RouterPath(Self.userInfoPath)) { request, _ in await self.answer(request) { self.userInfo($0) } }
+        router.get("**") { request, _ in await self.answer(request) { await self.echo($0) } }
         return router
     }
 
@@ -138,16 +147,21 @@ public final class StandInProvider: Sendable {
         state.withLock { $0.observer = observer }
     }
 
-    private func answer(_ request: Request) async -> Response {
-        let (response, answered) = await decide(request)
+    /// Records the request, answers as told (a failure, a hang…) or with `decide`, and tells the watcher.
+    private func answer(_ request: Request, _ decide: (Request) async throws -> (Response, Answered)) async -> Response {
+        let told = await told(request)
+        let decided = told == nil ? try? await decide(request) : nil
+        let response: Response
+        var answered: Answered
+        (response, answered) = told ?? decided ?? (Self.json(400, "{}"), Answered(
+            status: 400, code: nil, why: "an unreadable request", userID: nil, phoneNumber: nil))
+        if !request.uri.path.hasPrefix("/1.1/") { answered.request = "\(request.method.rawValue) \(request.uri.path.split(separator: "/").last ?? "")" }
         state.withLock { $0.observer }?(answered)
         return response
     }
 
-    private func decide(_ request: Request) async -> (Response, Answered) {
-        func refused(_ status: Int, _ code: Int, _ message: String, _ why: String) -> (Response, Answered) {
-            (Self.error(status, code, message), Answered(status: status, code: code, why: why, userID: nil, phoneNumber: nil))
-        }
+    /// The answer the provider was told to give (`failNext`, `setMode`), or nil to answer normally.
+    private func told(_ request: Request) async -> (Response, Answered)? {
         func answered(_ status: Int, _ body: String, _ why: String) -> (Response, Answered) {
             (Self.json(status, body), Answered(status: status, code: nil, why: why, userID: nil, phoneNumber: nil))
         }
@@ -161,7 +175,7 @@ public final class StandInProvider: Sendable {
         if let failure { return answered(failure, #"{"errors":[{"code":131,"message":"Internal error."}]}"#, "told to fail") }
         switch mode {
         case .normal:
-            break
+            return nil
         case .respond(let status, let body):
             return answered(status, body, "told to answer so")
         case .hang:
@@ -180,8 +194,17 @@ public final class StandInProvider: Sendable {
             return (Response(status: .found, headers: [.location: "http://example.invalid/elsewhere"]),
                     Answered(status: 302, code: nil, why: "told to redirect", userID: nil, phoneNumber: nil))
         }
+    }
 
-        guard let authorization, let parameters = ProviderOAuth.parseHeader(authorization) else {
+    /// An OAuth Echo request: its signature, timestamp and token checked.
+    private func echo(_ request: Request) async -> (Response, Answered) {
+        func refused(_ status: Int, _ code: Int, _ message: String, _ why: String) -> (Response, Answered) {
+            (Self.error(status, code, message), Answered(status: status, code: code, why: why, userID: nil, phoneNumber: nil))
+        }
+        func answered(_ status: Int, _ body: String, _ why: String) -> (Response, Answered) {
+            (Self.json(status, body), Answered(status: status, code: nil, why: why, userID: nil, phoneNumber: nil))
+        }
+        guard let authorization = request.headers[.authorization], let parameters = ProviderOAuth.parseHeader(authorization) else {
             return refused(401, 32, "Could not authenticate you.", "no readable OAuth header")
         }
         let (consumerSecret, tokenRecord, accounts, tokenFailure) = state.withLock { state in
@@ -225,9 +248,10 @@ public final class StandInProvider: Sendable {
         json(status, #"{"errors":[{"code":\#(code),"message":"\#(message)"}]}"#)
     }
 
-    private static func json(_ status: Int, _ body: String) -> Response {
-        Response(status: .init(code: status), headers: [.contentType: "application/json"],
-                 body: .init(byteBuffer: ByteBuffer(string: body)))
+    static func json(_ status: Int, _ body: String, headers: HTTPFields = [:]) -> Response {
+        var fields = headers
+        fields[.contentType] = "application/json"
+        return Response(status: .init(code: status), headers: fields, body: .init(byteBuffer: ByteBuffer(string: body)))
     }
 }
 

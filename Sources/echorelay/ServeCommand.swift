@@ -168,7 +168,7 @@ struct ServeCommand: AsyncParsableCommand {
         var configuration = try serverConfiguration()
         if Setting.isOn(demo, ServeSettings.demo) {
             configuration.enableDemo()
-            logger.warning("demo mode: OAuth Echo is accepted from the stand-in provider on \(DemoDefaults.providerHostAndPort) over http, and subscribers may be on loopback; never in production")
+            logger.warning("demo mode: OAuth Echo and OAuth 2 are accepted from the stand-in provider on \(DemoDefaults.providerHostAndPort) over http, and subscribers may be on loopback; never in production")
         }
         let app = try await EchoRelayServer.makeApplication(configuration, logger: logger)
         try await app.runService()  // SIGTERM and SIGINT shut down gracefully

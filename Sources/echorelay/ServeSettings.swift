@@ -56,7 +56,7 @@ enum ServeSettings {
     static let databaseURL = ServeSetting("database-url", "ECHORELAY_DATABASE_URL", .unset("`sqlite:echorelay.sqlite`"),
         help: "Where the data lives: a PostgreSQL URL, postgres://user:password@host:5432/database[?sslmode=disable|prefer|require], for production and several processes; or sqlite:PATH, an embedded file for one process.")
     static let demo = ServeSetting("demo", "ECHORELAY_DEMO", .switch,
-        help: "Try EchoRelay on this machine with `echorelay demo`: accept OAuth Echo over plain http from the demo's stand-in identity provider on 127.0.0.1:8181 (consumer key echorelay-demo, unless ECHORELAY_CONSUMER_KEY is set) and deliver to subscribers on loopback. For trying it out only, never in production.")
+        help: "Try EchoRelay on this machine with `echorelay demo`: accept OAuth Echo over plain http from the demo's stand-in identity provider on 127.0.0.1:8181 (consumer key echorelay-demo, unless ECHORELAY_CONSUMER_KEY is set), re-verify OAuth 2 events with its introspection and UserInfo endpoints (unless ECHORELAY_OAUTH2_INTROSPECTION_URL is set), and deliver to subscribers on loopback. For trying it out only, never in production.")
     static let ingestSecrets = ServeSetting("ingest-secrets", "ECHORELAY_INGEST_SECRETS", .unset("(required on PostgreSQL; made on the embedded store's first run)"),
         help: "Comma-separated whsec_ secrets the identity provider signs events with; any one of them is accepted, for rotation.")
     static let secretKey = ServeSetting("secret-key", "ECHORELAY_SECRET_KEY", .unset("none (plaintext, with a warning)"),

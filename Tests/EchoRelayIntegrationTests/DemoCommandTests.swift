@@ -101,6 +101,36 @@ import Glibc
         }
     }
 
+    /// `--provider oauth2`: the same tour over OAuth 2 on `serve --demo`, whose stand-in
+    /// answers introspection and UserInfo; the genuine deactivation is proven by the death of a
+    /// token EchoRelay verified, and the forged one, with a token never issued, is rejected.
+    @Test func theDemoToursTheOAuth2PathAndRejectsTheForgedDeactivation() async throws {
+        try await Self.withServer { server in
+            let demo = try ChildProcess(["demo", "--provider", "oauth2", "--subscriber-port", String(try freeLoopbackPort())],
+                                        environment: server.environment.merging(["ECHORELAY_INGEST_SECRETS": LiveServer.ingestSecret]) { $1 })
+            let status = try await demo.wait(timeout: .seconds(90))
+            let output = demo.standardOutput
+            #expect(status == 0, "stdout:\n\(output)\nstderr:\n\(demo.standardError)")
+            #expect(output.contains("POST /oauth2/introspect (RFC 7662)"), "\(output)")
+            #expect(output.contains("POST introspect → 200 active"))
+            #expect(output.contains("GET userinfo → 200"))
+            #expect(output.contains("verified (provider_confirmed)"))
+            #expect(output.contains("verified (known_token_inactive)"))
+            #expect(output.contains("rejected (unknown_token)"))
+            #expect(!output.contains("UNEXPECTED") && !output.contains("account.json"))
+            #expect(output.contains("8 events: 7 verified and delivered, 1 forged deactivation rejected (unknown_token)"))
+
+            // Every event took the OAuth 2 path; nothing is left behind.
+            let user = try #require(output.firstMatch(of: /demo-[0-9a-f]{6}-1/).map { String($0.0) })
+            let timeline = try #require(try await server.http.get("/v1/users/\(user)/events", bearer: LiveServer.adminToken).json)
+            for event in try #require(timeline["events"] as? [[String: Any]]) {
+                let detail = try await server.http.get("/v1/events/\(try #require(event["id"] as? String))", bearer: LiveServer.adminToken)
+                #expect(detail.json?["path"] as? String == "oauth2")
+            }
+            #expect(try await server.subscriptionIDs().isEmpty)
+        }
+    }
+
     @Test func aWrongIngestSecretStopsWithAClearErrorAndCleansUp() async throws {
         try await Self.withServer { server in
             var environment = server.environment

@@ -8,8 +8,8 @@ import Synchronization
 
 /// `echorelay demo`: a one-command tour of the whole pipeline against a running
 /// `echorelay serve --demo` — a stand-in identity provider pushes signed session updates,
-/// EchoRelay re-verifies each with OAuth Echo, a stand-in subscriber receives the verified
-/// ones, and a forged deactivation is refused.
+/// EchoRelay re-verifies each with OAuth Echo (or OAuth 2, `--provider oauth2`), a stand-in
+/// subscriber receives the verified ones, and a forged deactivation is refused.
 struct DemoCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "demo",
@@ -27,14 +27,16 @@ struct DemoCommand: AsyncParsableCommand {
             The server must run on this machine: it reaches the demo's stand-ins on 127.0.0.1. The demo \
             then, printing each step as it goes:
               1. starts a stand-in identity provider on 127.0.0.1:8181 that checks OAuth 1.0a signatures \
-            and answers verify-credentials requests as Digits does;
+            and answers verify-credentials requests as Digits does (with --provider oauth2: an OAuth 2 \
+            authorization server that answers token introspection, checking EchoRelay's client credentials, \
+            and OpenID Connect UserInfo);
               2. starts a stand-in subscriber (an app backend) on 127.0.0.1:8282 that checks the Standard \
             Webhooks signature of every delivery;
               3. registers that subscriber with EchoRelay (all three event types);
               4. for each demo user: signs in at the provider and pushes token.rotated, changes the phone \
             number and pushes phone.changed; one user's session then ends for real (account.deactivated, \
-            verified), and another user gets a forged account.deactivated, signed with a token the provider \
-            never issued, which EchoRelay must reject (unknown_token);
+            verified), and another user gets a forged account.deactivated, signed with (or carrying) a token \
+            the provider never issued, which EchoRelay must reject (unknown_token);
               5. waits (up to \(DemoTour.waitLimitText)) until EchoRelay has decided every event and delivered \
             every verified one;
               6. prints each user's timeline with the webhook-id the subscriber received;
@@ -60,6 +62,9 @@ struct DemoCommand: AsyncParsableCommand {
 
     @Option(help: "The port of the stand-in subscriber on 127.0.0.1 (it receives at /hooks).")
     var subscriberPort = DemoDefaults.subscriberPort
+
+    @Option(help: "How each event proves itself: echo (OAuth Echo headers, re-verified as Digits does) or oauth2 (the user's OAuth 2 access token, re-verified by token introspection and, for a phone number, UserInfo).")
+    var provider: DemoProvider = .echo
 
     @Option(help: "How many demo users to make (2 to 50): each gets token.rotated and phone.changed; the first is deactivated for real, the second gets a forged deactivation.")
     var users = 3
@@ -115,7 +120,7 @@ struct DemoCommand: AsyncParsableCommand {
         }
         let base = try ClientOptions.baseURL(url)
         return DemoSettings(baseURL: base, token: token, ingestSecret: secret, providerPort: providerPort,
-                            subscriberPort: subscriberPort, users: users, json: json)
+                            subscriberPort: subscriberPort, users: users, json: json, provider: provider)
     }
 }
 
@@ -127,6 +132,12 @@ struct DemoSettings: Sendable {
     let subscriberPort: Int
     let users: Int
     let json: Bool
+    let provider: DemoProvider
+}
+
+/// How the demo's events prove themselves to EchoRelay.
+enum DemoProvider: String, ExpressibleByArgument, CaseIterable, Sendable {
+    case echo, oauth2
 }
 
 /// What the clean-up must undo or report, whatever happened: the subscription, and how many
@@ -201,9 +212,17 @@ struct DemoTour: Sendable {
         return try await DemoServers.serve(
             "stand-in identity provider", provider.router(), port: settings.providerPort, flag: "--provider-port", resources
         ) {
-            output.line("    It answers GET /1.1/sdk/account.json as Digits does, checking each OAuth 1.0a signature (HMAC-SHA1).")
-            if settings.providerPort != DemoDefaults.providerPort {
-                output.line("    note: serve --demo accepts OAuth Echo only from \(DemoDefaults.providerHostAndPort); for port \(settings.providerPort) the server needs ECHORELAY_ECHO_ALLOWED_HOSTS=127.0.0.1:\(settings.providerPort) and ECHORELAY_ECHO_ALLOW_HTTP=1.")
+            switch settings.provider {
+            case .echo:
+                output.line("    It answers GET /1.1/sdk/account.json as Digits does, checking each OAuth 1.0a signature (HMAC-SHA1).")
+                if settings.providerPort != DemoDefaults.providerPort {
+                    output.line("    note: serve --demo accepts OAuth Echo only from \(DemoDefaults.providerHostAndPort); for port \(settings.providerPort) the server needs ECHORELAY_ECHO_ALLOWED_HOSTS=127.0.0.1:\(settings.providerPort) and ECHORELAY_ECHO_ALLOW_HTTP=1.")
+                }
+            case .oauth2:
+                output.line("    It answers POST \(StandInProvider.introspectionPath) (RFC 7662), checking EchoRelay's client credentials, and GET \(StandInProvider.userInfoPath) (OpenID Connect).")
+                if settings.providerPort != DemoDefaults.providerPort {
+                    output.line("    note: serve --demo introspects with \(DemoDefaults.introspectionURL); for port \(settings.providerPort) the server needs ECHORELAY_OAUTH2_INTROSPECTION_URL=http://127.0.0.1:\(settings.providerPort)\(StandInProvider.introspectionPath), the matching ECHORELAY_OAUTH2_USERINFO_URL and ECHORELAY_OAUTH2_ALLOW_HTTP=1.")
+                }
             }
 
             // 2. The subscriber.
@@ -237,7 +256,10 @@ struct DemoTour: Sendable {
 
         // 4. The updates.
         output.step(4, "Pushing session updates for \(settings.users) users (POST /v1/events, signed with the ingest secret)")
-        output.line("    Each carries OAuth Echo headers signed as a client app signs them; EchoRelay re-asks the provider with them.")
+        switch settings.provider {
+        case .echo: output.line("    Each carries OAuth Echo headers signed as a client app signs them; EchoRelay re-asks the provider with them.")
+        case .oauth2: output.line("    Each carries the user's OAuth 2 access token; EchoRelay introspects it with the provider (and asks UserInfo for a phone number).")
+        }
         let run = DemoSession.randomHex(3)
         let userIDs = (1...settings.users).map { "demo-\(run)-\($0)" }
         var planned: [DemoPlannedEvent] = []
@@ -246,10 +268,10 @@ struct DemoTour: Sendable {
         func push(_ type: EventType, _ session: DemoSession, data: [String: String] = [:], forged: Bool = false,
                   note: String) async throws -> DemoPlannedEvent {
             counter += 1
+            let (echo, oauth2) = try session.proof(settings.provider, serviceProvider: provider.digitsURL)
             let event = DemoEventBody(
                 id: "evt_demo_\(run)_\(counter)", type: type.rawValue, user_id: session.userID,
-                occurred_at: RFC3339.format(Date()), data: data,
-                echo: try session.echo(serviceProvider: provider.digitsURL)
+                occurred_at: RFC3339.format(Date()), data: data, echo: echo, oauth2: oauth2
             )
             let receipt = try await server.push(event)
             output.line("    \(session.userID) \(type.rawValue) #\(receipt.sequence) accepted — \(note)")
@@ -273,13 +295,14 @@ struct DemoTour: Sendable {
         }
         let victim = userIDs[1]
         _ = try await push(.accountDeactivated, DemoSession.forged(userID: victim), forged: true,
-                           note: "FORGED: its echo is signed with a token the provider never issued")
+                           note: settings.provider == .echo ? "FORGED: its echo is signed with a token the provider never issued"
+                               : "FORGED: it carries an access token the provider never issued")
 
         // The genuine deactivation: the provider ends a session EchoRelay has seen verified.
         let leaving = userIDs[0]
         output.line("    Waiting for EchoRelay to verify \(leaving)'s session before the provider ends it …")
         let verified = try await waitUntilDecided(planned.filter { $0.userID == leaving }, server)
-        provider.expire(token: sessions[leaving]!.token)
+        provider.endSession(sessions[leaving]!)
         _ = try await push(.accountDeactivated, sessions[leaving]!, note: verified
             ? "the provider revoked the session token EchoRelay had verified"
             : "the provider revoked the session token, which EchoRelay did not verify (see below)")

@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import EchoRelayAPI
 import EchoRelayCore
+import EchoRelayServer
 import Foundation
 import NIOCore
 import NIOHTTP1
@@ -90,6 +91,8 @@ struct DemoServerAPI: Sendable {
                 error.message = "the server refused the demo's signed event (401): the ingest secret is not one of the server's"
                 error.hint = "pass the secret the server was started with (ECHORELAY_INGEST_SECRETS / --ingest-secret), or, for the embedded store, the ECHORELAY_INGEST_SECRETS=whsec_… line that `echorelay serve` printed on its first run"
                 error.fieldErrors = []
+            case 422? where event.oauth2 != nil:
+                error.hint = "the server confirms OAuth 2 events only with an authorization server configured: start it with `echorelay serve --demo` (which uses the demo's stand-in on \(DemoDefaults.providerHostAndPort)), or run the demo with --provider echo"
             default:
                 break
             }
@@ -121,5 +124,7 @@ struct DemoEventBody: Encodable, Sendable {
     let user_id: String
     let occurred_at: String
     let data: [String: String]
-    let echo: API.EchoCredentials
+    /// The event's one proof; the other is left out.
+    let echo: API.EchoCredentials?
+    let oauth2: API.OAuth2Credentials?
 }

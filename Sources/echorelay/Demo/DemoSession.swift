@@ -3,12 +3,13 @@ import EchoRelayCore
 import EchoRelayServer
 import Foundation
 
-/// One user session as the client app holds it: the access token and its secret. Never
-/// printed.
+/// One user session as the client app holds it: the OAuth 1.0a token and its secret, and the
+/// OAuth 2 access token of the same sign-in. Never printed.
 struct DemoSession: Sendable {
     let userID: String
     let token: String
     let tokenSecret: String
+    let accessToken: String
 
     static func randomHex(_ bytes: Int) -> String {
         (0..<bytes).map { _ in UInt8.random(in: .min ... .max) }.lowercaseHex
@@ -17,7 +18,16 @@ struct DemoSession: Sendable {
     /// A session the provider never issued: what an attacker who wants to log a user out
     /// can make up.
     static func forged(userID: String) -> DemoSession {
-        DemoSession(userID: userID, token: "\(userID)-" + DemoSession.randomHex(16), tokenSecret: DemoSession.randomHex(20))
+        DemoSession(userID: userID, token: "\(userID)-" + DemoSession.randomHex(16), tokenSecret: DemoSession.randomHex(20),
+                    accessToken: "at_" + DemoSession.randomHex(16))
+    }
+
+    /// What an event of this session carries to prove it, over `path`.
+    func proof(_ path: DemoProvider, serviceProvider: String) throws(ClientError) -> (API.EchoCredentials?, API.OAuth2Credentials?) {
+        switch path {
+        case .echo: (try echo(serviceProvider: serviceProvider), nil)
+        case .oauth2: (nil, API.OAuth2Credentials(access_token: accessToken))
+        }
     }
 
     /// The OAuth Echo headers the client app hands its backend: a verify-credentials request

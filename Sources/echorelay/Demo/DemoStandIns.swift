@@ -7,27 +7,38 @@ import EchoRelayStandIns
 // key, its live lines, and a subscriber that refuses what no secret of its signed.
 
 extension StandInProvider {
-    /// The provider on `port`, knowing the demo app's consumer key, printing each answer.
+    /// The provider on `port`, knowing the demo app's consumer key and EchoRelay's OAuth 2
+    /// client, printing each answer.
     static func demo(port: Int, output: DemoOutput) -> StandInProvider {
         let provider = StandInProvider()
         provider.addConsumer(key: DemoDefaults.consumerKey, secret: DemoDefaults.consumerSecret)
+        provider.addOAuth2Client(id: DemoDefaults.oauth2ClientID, secret: DemoDefaults.oauth2ClientSecret)
         provider.serving(onPort: port)
         provider.onAnswer { answered in
-            if answered.status == 200 {
-                output.live("provider", "GET account.json → 200 \(answered.userID ?? "?"), \(answered.phoneNumber ?? "no phone") (signature checked)")
+            if answered.status == 200, let userID = answered.userID {
+                let shown = answered.request == "GET account.json" ? "\(userID), \(answered.phoneNumber ?? "no phone") (signature checked)"
+                    : "\(answered.why): \(userID)" + (answered.phoneNumber.map { ", \($0)" } ?? "")
+                output.live("provider", "\(answered.request) → 200 \(shown)")
             } else {
-                output.live("provider", "GET account.json → \(answered.status)\(answered.code.map { " code \($0)" } ?? "") (\(answered.why))")
+                output.live("provider", "\(answered.request) → \(answered.status)\(answered.code.map { " code \($0)" } ?? "") (\(answered.why))")
             }
         }
         return provider
     }
 
-    /// A user signs in: a new session (access token and secret). Any earlier token of the
-    /// user stays valid until revoked, as with Digits.
+    /// A user signs in: a new session (an OAuth 1.0a token and secret, and an OAuth 2 access
+    /// token). Any earlier token of the user stays valid until revoked, as with Digits.
     func openSession(userID: String, phoneNumber: String) -> DemoSession {
         addAccount(userID: userID, phoneNumber: phoneNumber)
         let (token, secret) = issueToken(for: userID)
-        return DemoSession(userID: userID, token: token, tokenSecret: secret)
+        return DemoSession(userID: userID, token: token, tokenSecret: secret,
+                           accessToken: issueAccessToken(for: userID, clientID: DemoDefaults.oauth2ClientID))
+    }
+
+    /// The session ends for real: both of its tokens are dead.
+    func endSession(_ session: DemoSession) {
+        expire(token: session.token)
+        revoke(accessToken: session.accessToken)
     }
 }
 

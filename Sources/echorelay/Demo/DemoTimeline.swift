@@ -156,6 +156,10 @@ struct DemoReport: Encodable, Sendable {
             return "the clocks of this machine and the server's differ by more than 5 minutes"
         case VerificationReason.providerUnavailable.rawValue?:
             return "the server could not reach the stand-in provider on 127.0.0.1:\(providerPort); it must run on this machine"
+        case VerificationReason.providerNotConfigured.rawValue?:
+            return "the server's verify worker has no provider for this path; start it with `echorelay serve --demo`"
+        case VerificationReason.clientRefused.rawValue?, VerificationReason.wrongClient.rawValue?:
+            return "serve --demo uses the demo's OAuth 2 client (\(DemoDefaults.oauth2ClientID)) only when ECHORELAY_OAUTH2_INTROSPECTION_URL is not set"
         case nil where status == EventStatus.pending.rawValue:
             return "EchoRelay has not decided it; is its verify worker running (serve --role all, the default)?"
         default:
