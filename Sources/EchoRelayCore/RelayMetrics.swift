@@ -118,7 +118,7 @@ public struct RelayMetrics: Sendable {
     public static let helpTexts: [String: String] = [
         "echorelay_events_received_total": "Events pushed to POST /v1/events, by type and by what became of them.",
         "echorelay_security_events_received_total": "Security Event Tokens pushed to POST /v1/sets, by what became of them.",
-        "echorelay_verification_outcomes_total": "Events whose OAuth Echo check ended, by outcome and reason.",
+        "echorelay_verification_outcomes_total": "Events whose verification (OAuth Echo, OAuth 2 or a SET's signature) ended, by outcome and reason.",
         "echorelay_deliveries_total": "Delivery attempts, by what followed: delivered, retry or dead.",
         deliveryAttemptDuration: "How long each delivery attempt took, from sending to the subscriber's answer.",
         "echorelay_pruned_total": "Rows retention removed: events cut to their receipt, deliveries, attempts, test deliveries.",

@@ -160,21 +160,7 @@ public struct VerifyWorker: Service, CustomStringConvertible {
         case .echo:
             guard let echo = task.echo else { return .final(.unverifiable(.echoMissing)) }
             guard let policy, let client = clients.echo else { return notConfigured(task, "ECHORELAY_CONSUMER_KEY") }
-            let target: EchoTarget
-            switch policy.target(for: echo) {
-            case .failure(let reason):
-                return .final(.rejected(reason))
-            case .success(let checked):
-                target = checked
-            }
-            let answer = await client.send(target)
-            if case .response(let status, _) = answer { answered["http.status"] = "\(status)" }
-            if case .noAnswer(let reason) = answer { answered["error"] = "\(reason)" }
-            var tokenKnown = false
-            if task.type.descriptor.evidence == .sessionEnded, case .response(401, _) = answer, let hash = target.tokenHash {
-                tokenKnown = try await store.isTokenConfirmed(userID: task.userID, tokenHash: hash)
-            }
-            return EchoOutcomeRules.decide(task: task, target: target, answer: answer, tokenKnownForUser: tokenKnown)
+            return try await EchoVerification(client: client, policy: policy, store: store).decide(task, echo, answered: &answered)
         }
     }
 
@@ -220,7 +206,6 @@ public struct VerifyWorker: Service, CustomStringConvertible {
         }
     }
 }
-
 
 /// The HTTP clients of the providers this process verifies with.
 struct ProviderClients: Sendable {
