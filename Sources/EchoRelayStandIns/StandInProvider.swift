@@ -55,7 +55,7 @@ public final class StandInProvider: Sendable {
     /// What a request was answered, and why, for a watcher (the demo prints it).
     public struct Answered: Sendable {
         /// The request, in short: `GET account.json`, `POST introspect`, `GET userinfo`.
-        public var request = "GET account.json"
+        public internal(set) var request = ""
         public let status: Int
         /// The provider's error code (32, 89, 135…); nil for a `200`.
         public let code: Int?
@@ -131,9 +131,11 @@ public final class StandInProvider: Sendable {
     /// Its routes, for a server of the caller's (the demo's), which calls `serving(onPort:)`.
     public func router() -> Router<BasicRequestContext> {
         let router = Router()
-        router.post(RouterPath(Self.introspectionPath)) { request, _ in await self.answer(request) { try await self.introspect($0) } }
-        router.get(RouterPath(Self.userInfoPath)) { request, _ in await self.answer(request) { self.userInfo($0) } }
-        router.get("**") { request, _ in await self.answer(request) { await self.echo($0) } }
+        router.post(RouterPath(Self.introspectionPath)) { request, _ in
+            await self.answer(request, "POST introspect") { try await self.introspect($0) }
+        }
+        router.get(RouterPath(Self.userInfoPath)) { request, _ in await self.answer(request, "GET userinfo") { self.userInfo($0) } }
+        router.get("**") { request, _ in await self.answer(request, "GET account.json") { await self.echo($0) } }
         return router
     }
 
@@ -147,17 +149,22 @@ public final class StandInProvider: Sendable {
         state.withLock { $0.observer = observer }
     }
 
-    /// Records the request, answers as told (a failure, a hang…) or with `decide`, and tells the watcher.
-    private func answer(_ request: Request, _ decide: (Request) async throws -> (Response, Answered)) async -> Response {
-        let told = await told(request)
-        let decided = told == nil ? try? await decide(request) : nil
-        let response: Response
-        var answered: Answered
-        (response, answered) = told ?? decided ?? (Self.json(400, "{}"), Answered(
-            status: 400, code: nil, why: "an unreadable request", userID: nil, phoneNumber: nil))
-        if !request.uri.path.hasPrefix("/1.1/") { answered.request = "\(request.method.rawValue) \(request.uri.path.split(separator: "/").last ?? "")" }
-        state.withLock { $0.observer }?(answered)
-        return response
+    /// Records the request, answers as told (a failure, a hang…) or with `decide`, and tells
+    /// the watcher of the answer to `name` (the request, in short).
+    private func answer(_ request: Request, _ name: String, _ decide: (Request) async throws -> (Response, Answered)) async -> Response {
+        var answer: (response: Response, answered: Answered)
+        if let told = await told(request) {
+            answer = told
+        } else {
+            do {
+                answer = try await decide(request)
+            } catch {
+                answer = (Self.json(400, "{}"), Answered(status: 400, code: nil, why: "an unreadable request", userID: nil, phoneNumber: nil))
+            }
+        }
+        answer.answered.request = name
+        state.withLock { $0.observer }?(answer.answered)
+        return answer.response
     }
 
     /// The answer the provider was told to give (`failNext`, `setMode`), or nil to answer normally.
