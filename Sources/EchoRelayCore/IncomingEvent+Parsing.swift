@@ -9,19 +9,22 @@ extension IncomingEvent {
     /// repeated keys, anything but strict JSON) is read by the reference path instead, which is
     /// what this parser always was: `JSONValue.parse`, then SHA-256 of `canonicalEncoding()`.
     /// Both give the same answers and fingerprints for every body.
-    public static func parse(body: UnsafeRawBufferPointer) throws(EventParseError) -> IncomingEvent {
+    ///
+    /// A body with neither proof is refused naming `missingProof` as required: the proof the
+    /// relay takes (`AcceptedProofs.missingProof`).
+    public static func parse(body: UnsafeRawBufferPointer, missingProof: VerificationPath = .echo) throws(EventParseError) -> IncomingEvent {
         if let read = try EventBodyReader.read(body) {
-            return try validated(read.fields) { Array(SHA256.hash(data: read.canonical)) }
+            return try validated(read.fields, missingProof: missingProof) { Array(SHA256.hash(data: read.canonical)) }
         }
         let document = try referenceDocument(body)
-        return try validated(EventBodyFields(document: document)) {
+        return try validated(EventBodyFields(document: document), missingProof: missingProof) {
             Array(SHA256.hash(data: JSONValue.object(document).canonicalEncoding()))
         }
     }
 
-    public static func parse(body: [UInt8]) throws(EventParseError) -> IncomingEvent {
+    public static func parse(body: [UInt8], missingProof: VerificationPath = .echo) throws(EventParseError) -> IncomingEvent {
         try body.withUnsafeBufferPointer { (bytes) throws(EventParseError) in
-            try parse(body: UnsafeRawBufferPointer(bytes))
+            try parse(body: UnsafeRawBufferPointer(bytes), missingProof: missingProof)
         }
     }
 
@@ -45,7 +48,9 @@ extension IncomingEvent {
     }
 
     /// The event, if every field passes its rule; `fingerprint` is computed only then.
-    private static func validated(_ fields: EventBodyFields, fingerprint: () -> [UInt8]) throws(EventParseError) -> IncomingEvent {
+    private static func validated(
+        _ fields: EventBodyFields, missingProof: VerificationPath, fingerprint: () -> [UInt8]
+    ) throws(EventParseError) -> IncomingEvent {
         var problems = FieldProblems()
         let id = problems.string("id", fields.id, check: EventFieldRules.eventIDProblem)
         let type = problems.string("type", fields.type) { EventType(rawValue: $0) == nil ? EventFieldRules.typeReason : nil }
@@ -75,7 +80,7 @@ extension IncomingEvent {
         var echo: EchoCredentials?
         switch fields.echo {
         case nil, .null?:
-            if !fields.oauth2.isGiven { problems.list.append(.init(field: "echo", reason: "is required")) }
+            if !fields.oauth2.isGiven { problems.list.append(.init(field: missingProof.rawValue, reason: "is required")) }
         case .object?:
             let serviceProvider = problems.string("echo.service_provider", fields.serviceProvider, check: EventFieldRules.serviceProviderProblem)
             let authorization = problems.string("echo.authorization", fields.authorization, check: EventFieldRules.authorizationProblem)

@@ -76,11 +76,13 @@ struct IngestController<Context: RequestContext>: Sendable {
 
         let event: IncomingEvent
         do throws(EventParseError) {
-            event = try body.withUnsafeReadableBytes { (bytes) throws(EventParseError) in try IncomingEvent.parse(body: bytes) }
+            event = try body.withUnsafeReadableBytes { (bytes) throws(EventParseError) in 
+                try IncomingEvent.parse(body: bytes, missingProof: acceptedProofs.missingProof)
+            }
         } catch .malformed(let reason) {
             throw Problem(.badRequest, slug: "malformed-body", title: "Malformed body", detail: reason)
         } catch .invalidFields(let problems) {
-            throw Problem(.unprocessableContent, slug: "invalid-event", title: "Invalid event", fields: acceptedProofs.named(problems))
+            throw Problem(.unprocessableContent, slug: "invalid-event", title: "Invalid event", fields: problems)
         }
         if let problem = acceptedProofs.problem(event.path, type: event.type) {
             throw Problem(.unprocessableContent, slug: "invalid-event", title: "Invalid event", fields: [problem])

@@ -98,7 +98,9 @@ struct SupportController<Context: RequestContext>: Sendable {
     @Sendable func reverify(_ request: Request, context: Context) async throws -> Response {
         let actor = try await authorizer.require(request, roles: .staff)
         let eventID = try context.parameters.decoded("id")
-        let body = try await supportBody(request, ReverifyRequest.parse)
+        let body = try await supportBody(request) { (bytes) throws(EventParseError) in
+            try ReverifyRequest.parse(bytes, missingProof: acceptedProofs.missingProof)
+        }
         if let event = try await store.event(id: eventID), let problem = acceptedProofs.problem(body.proof.path, type: event.type) {
             throw Problem(.unprocessableContent, slug: "invalid-request", title: "Invalid request", fields: [problem])
         }

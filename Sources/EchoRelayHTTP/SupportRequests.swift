@@ -87,9 +87,14 @@ public struct ReverifyRequest: Sendable, Equatable {
     public var proof: VerificationProof
 
     public static func parse(_ body: some Collection<UInt8>) throws(EventParseError) -> ReverifyRequest {
+        try parse(body, missingProof: .echo)
+    }
+
+    /// `missingProof`: the proof a body with neither is asked for (`AcceptedProofs.missingProof`).
+    public static func parse(_ body: some Collection<UInt8>, missingProof: VerificationPath) throws(EventParseError) -> ReverifyRequest {
         var reader = try SupportBodyReader(body)
         let reason = reader.reason()
-        let proof = reader.proof()
+        let proof = reader.proof(missingProof: missingProof)
         try reader.finish()
         return ReverifyRequest(reason: reason!, proof: proof!)
     }
@@ -233,9 +238,16 @@ private struct SupportBodyReader {
 
     /// Exactly one of `echo` and `oauth2`, with the same rules as on ingest. Reasons never
     /// quote a credential.
-    mutating func proof() -> VerificationProof? {
+    mutating func proof(missingProof: VerificationPath) -> VerificationProof? {
         known.insert("oauth2")
-        guard let oauth2 = object["oauth2"], oauth2 != .null else { return echo().map(VerificationProof.echo) }
+        guard let oauth2 = object["oauth2"], oauth2 != .null else {
+            if missingProof == .oauth2, (object["echo"] ?? .null) == .null {
+                known.insert("echo")
+                problems.append(.init(field: "oauth2", reason: "is required"))
+                return nil
+            }
+            return echo().map(VerificationProof.echo)
+        }
         if let echo = object["echo"], echo != .null {
             known.insert("echo")
             problems.append(.init(field: "oauth2", reason: EventFieldRules.bothProofsReason))

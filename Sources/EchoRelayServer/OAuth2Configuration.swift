@@ -40,14 +40,12 @@ public struct OAuth2Configuration: Sendable {
     func validate() throws {
         try Self.checkURL(introspectionURL, setting: "ECHORELAY_OAUTH2_INTROSPECTION_URL", allowHTTP: allowHTTP)
         if let userInfoURL { try Self.checkURL(userInfoURL, setting: "ECHORELAY_OAUTH2_USERINFO_URL", allowHTTP: allowHTTP) }
-        for (setting, value) in [("ECHORELAY_OAUTH2_CLIENT_ID", clientID), ("ECHORELAY_OAUTH2_TOKEN_CLIENT_ID", tokenClientID ?? clientID),
-                                 ("ECHORELAY_OAUTH2_ISSUER", issuer ?? "-")]
-        where value.isEmpty || value.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
+        let texts = [("ECHORELAY_OAUTH2_CLIENT_ID", clientID), ("ECHORELAY_OAUTH2_CLIENT_SECRET", clientSecret.revealed)]
+            + [("ECHORELAY_OAUTH2_TOKEN_CLIENT_ID", tokenClientID), ("ECHORELAY_OAUTH2_ISSUER", issuer)].compactMap { setting, value in
+                value.map { (setting, $0) }
+            }
+        for (setting, value) in texts where value.isEmpty || value.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
             throw ConfigurationError(setting: setting, reason: "must be non-empty text without control characters")
-        }
-        let secret = clientSecret.revealed
-        if secret.isEmpty || secret.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
-            throw ConfigurationError(setting: "ECHORELAY_OAUTH2_CLIENT_SECRET", reason: "must be non-empty text without control characters")
         }
     }
 

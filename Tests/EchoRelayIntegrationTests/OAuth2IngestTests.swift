@@ -51,6 +51,11 @@ import TestSupport
             let neither = try await f.ingest(eventBody { $0["echo"] = nil })
             #expect(neither.status == 422)
             #expect(Self.errors(neither) == [["field": "oauth2", "reason": "is required"]])
+            let reverify = try await f.http.send(.POST, "/v1/events/evt_any/reverify", headers: [
+                ("Authorization", "Bearer \(LiveServer.adminToken)"), ("Content-Type", "application/json"),
+            ], body: Array(#"{"reason": "r"}"#.utf8))
+            #expect(reverify.status == 422)
+            #expect(Self.errors(reverify) == [["field": "oauth2", "reason": "is required"]], "a re-verification asks for oauth2 too")
 
             // Without UserInfo, a phone number cannot be confirmed over OAuth 2.
             let phone = try await f.ingest(Self.oauth2Body("phone.changed"))

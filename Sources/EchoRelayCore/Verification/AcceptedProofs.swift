@@ -31,10 +31,6 @@ public struct AcceptedProofs: Sendable, Equatable {
         }
     }
 
-    /// The parser asks for `echo` when an event carries neither proof; a relay that takes
-    /// only OAuth 2 asks for `oauth2` instead.
-    public func named(_ problems: [FieldProblem]) -> [FieldProblem] {
-        guard !echo, oauth2 else { return problems }
-        return problems.map { $0 == FieldProblem(field: "echo", reason: "is required") ? FieldProblem(field: "oauth2", reason: "is required") : $0 }
-    }
+    /// The proof an event that carries none is asked for: `echo`, unless the relay takes only OAuth 2.
+    public var missingProof: VerificationPath { !echo && oauth2 ? .oauth2 : .echo }
 }
