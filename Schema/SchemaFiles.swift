@@ -28,6 +28,7 @@ public enum SchemaFiles {
         File(version: 16, name: "016_keys_carry_the_user.sql", sql: text(PackageResources._16_keys_carry_the_user_sql)),
         File(version: 17, name: "017_parked_heads_by_key.sql", sql: text(PackageResources._17_parked_heads_by_key_sql)),
         File(version: 18, name: "018_oauth2.sql", sql: text(PackageResources._18_oauth2_sql)),
+        File(version: 19, name: "019_shared_signals.sql", sql: text(PackageResources._19_shared_signals_sql)),
     ]
 
     /// SQLite migrations for the embedded store, in the order they apply. Their names carry
@@ -44,6 +45,7 @@ public enum SchemaFiles {
         File(version: 9, name: "009_sqlite_recover.sql", sql: text(PackageResources._09_sqlite_recover_sql)),
         File(version: 10, name: "010_sqlite_retention.sql", sql: text(PackageResources._10_sqlite_retention_sql)),
         File(version: 11, name: "011_sqlite_oauth2.sql", sql: text(PackageResources._11_sqlite_oauth2_sql)),
+        File(version: 12, name: "012_sqlite_shared_signals.sql", sql: text(PackageResources._12_sqlite_shared_signals_sql)),
     ]
 
     private static func text(_ bytes: [UInt8]) -> String {

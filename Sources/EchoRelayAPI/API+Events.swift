@@ -21,13 +21,16 @@ extension API {
         @Nullable public var security_event: SecurityEventOrigin?
         /// When retention cut the event to its receipt (its deliveries are gone); null while kept whole.
         @Nullable public var pruned_at: String?
+        /// Why the session ended, when a Shared Signals event said so (`session_revoked`, `tokens_revoked`).
+        @Nullable public var session_reason: String?
         public var deliveries: [Delivery]
 
         public init(id: String, type: String, user_id: String, sequence: Int64, status: String, reason: String?,
                     occurred_at: String, received_at: String, decided_at: String?, verified_at: String?,
                     provider: ProviderValues?, source: String, path: String = "echo", security_event: SecurityEventOrigin?,
-                    pruned_at: String? = nil, deliveries: [Delivery]) {
+                    pruned_at: String? = nil, session_reason: String? = nil, deliveries: [Delivery]) {
             self.path = path
+            self.session_reason = session_reason
             self.pruned_at = pruned_at
             self.id = id
             self.type = type
@@ -130,12 +133,15 @@ extension API {
         @Nullable public var verified_at: String?
         /// When retention cut the event to its receipt; null while kept whole.
         @Nullable public var pruned_at: String?
+        /// Why the session ended, when a Shared Signals event said so (`session_revoked`, `tokens_revoked`).
+        @Nullable public var session_reason: String?
         public var deliveries: DeliveryCounts
 
         public init(id: String, type: String, user_id: String, sequence: Int64, status: String, reason: String?,
                     occurred_at: String, received_at: String, decided_at: String?, verified_at: String?,
-                    pruned_at: String? = nil, deliveries: DeliveryCounts) {
+                    pruned_at: String? = nil, session_reason: String? = nil, deliveries: DeliveryCounts) {
             self.pruned_at = pruned_at
+            self.session_reason = session_reason
             self.id = id
             self.type = type
             self.user_id = user_id

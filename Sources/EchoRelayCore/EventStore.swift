@@ -3,7 +3,7 @@ import Foundation
 /// Everything EchoRelay stores, behind one name: PostgreSQL and the embedded SQLite store implement it all.
 public typealias EchoRelayStore = EventStore & SubscriptionStore & DeliveryStore & AccessTokenStore & ReplayStore & AuditStore
     & TimelineStore & DeadLetterStore & QueueStatsStore & ConsoleSessionStore & BacklogStore & SecurityEventStore
-    & SubscriptionDeliveryStore & TestDeliveryStore & RetentionStore
+    & SubscriptionDeliveryStore & TestDeliveryStore & RetentionStore & SecurityEventStreamStore & SecurityEventPollerLock
 
 /// The storage behind EchoRelay: PostgreSQL for production and several processes, SQLite
 /// embedded for one. Every method is one atomic step: it either happens whole or not at all.
@@ -91,6 +91,9 @@ public struct StoredEvent: Sendable, Equatable {
     public var providerPhoneNumber: String?
     public var source: EventSource = .push
     public var path: VerificationPath = .echo
+    /// Why the session ended, when a Shared Signals event said so (`session_revoked`,
+    /// `tokens_revoked`): shown to support and delivered as `data.reason`.
+    public var sessionReason: String?
     /// When retention cut the event to its receipt: its deliveries, their attempts and its
     /// pushed payload are gone. Nil while it is kept whole.
     public var prunedAt: Date?
@@ -100,17 +103,17 @@ extension StoredEvent {
     /// What a list of events reads of `events e`, in the order `init(summaryRow:)` reads it.
     public static let summaryColumns = """
         e.id, e.type, e.user_id, e.sequence, e.occurred_at, e.received_at, e.status, e.status_reason,
-        e.decided_at, e.verified_at, e.pruned_at
+        e.decided_at, e.verified_at, e.pruned_at, e.reason
         """
     /// A list's columns, then the provider's answer, the source and the path: what `init(row:)` reads.
     public static let columns = summaryColumns + ", e.provider_user_id, e.provider_phone_number, e.source, e.path"
 
     public init(row: some StoreRow) throws {
         try self.init(summaryRow: row)
-        providerUserID = try row.optionalString(11)
-        providerPhoneNumber = try row.optionalString(12)
-        source = try row.value(13, "source of event \(id)")
-        path = try row.value(14, "path of event \(id)")
+        providerUserID = try row.optionalString(12)
+        providerPhoneNumber = try row.optionalString(13)
+        source = try row.value(14, "source of event \(id)")
+        path = try row.value(15, "path of event \(id)")
     }
 
     /// An event as a list shows it: without the provider's answer, and read as pushed.
@@ -120,7 +123,7 @@ extension StoredEvent {
             id: id, type: try row.value(1, "type of event \(id)"), userID: try row.string(2), sequence: try row.int64(3),
             occurredAt: try row.date(4), receivedAt: try row.date(5), status: try row.value(6, "status of event \(id)"),
             reason: try row.optionalString(7).flatMap(VerificationReason.init(rawValue:)), decidedAt: try row.optionalDate(8),
-            verifiedAt: try row.optionalDate(9), prunedAt: try row.optionalDate(10)
+            verifiedAt: try row.optionalDate(9), sessionReason: try row.optionalString(11), prunedAt: try row.optionalDate(10)
         )
     }
 }

@@ -67,6 +67,11 @@ public enum JSONValue: Sendable, Hashable {
         return nil
     }
 
+    public var arrayValue: [JSONValue]? {
+        if case .array(let array) = self { return array }
+        return nil
+    }
+
     /// The JSON type name, for error messages ("expected a string, got a number").
     public var typeName: String {
         switch self {

@@ -63,7 +63,7 @@ public struct RelayMetrics: Sendable {
 
     /// What became of a `POST /v1/sets`: recorded as what it became, or not.
     public enum SecurityEventResult: String, Sendable, CaseIterable {
-        case event, verification, ignored, unmatched, duplicate
+        case event, verification, noted, ignored, unmatched, duplicate
         /// Refused: unauthenticated, or an invalid SET (400).
         case refused
         case overloaded, failed
@@ -78,6 +78,42 @@ public struct RelayMetrics: Sendable {
 
     public func securityEventReceived(_ result: SecurityEventResult) {
         securityEvents[result]?.increment()
+    }
+
+    // The poller's series exist only in the process that polls, so that the others' do not
+    // read as a poller that is well (the alert takes the maximum age).
+
+    /// SETs a poll's answer held.
+    public func securityEventsPolled(_ count: Int) {
+        Counter(label: "echorelay_set_polled_total", dimensions: [], factory: factory).increment(by: count)
+    }
+
+    /// SETs acknowledged to the transmitter, in a poll it answered.
+    public func securityEventsAcknowledged(_ count: Int) {
+        Counter(label: "echorelay_set_poll_acknowledged_total", dimensions: [], factory: factory).increment(by: count)
+    }
+
+    /// A polled SET that failed a check and went back in `setErrs`.
+    public func securityEventsRefusedByPoll() {
+        Counter(label: "echorelay_set_poll_refused_total", dimensions: [], factory: factory).increment()
+    }
+
+    /// A poll that failed: `kind` is connection, timeout, status or malformed.
+    public func securityEventPollFailed(kind: String) {
+        Counter(label: "echorelay_set_poll_errors_total", dimensions: [("kind", kind)], factory: factory).increment()
+    }
+
+    /// How long ago a poll last succeeded (since polling began, before the first).
+    public func securityEventPollAge(_ age: Duration) {
+        Gauge(label: "echorelay_set_poll_last_success_age_seconds", dimensions: [], factory: factory)
+            .record(Double(age.components.seconds) + Double(age.components.attoseconds) / 1e18)
+    }
+
+    /// The registered stream's status as the transmitter last gave it: 1 for it, 0 for the others.
+    public func securityEventStreamStatus(_ status: String?) {
+        for each in ["enabled", "paused", "disabled"] {
+            Gauge(label: "echorelay_set_stream_status", dimensions: [("status", each)], factory: factory).record(each == status ? 1 : 0)
+        }
     }
 
     /// The writes that share commits (group commit), one batch-size histogram each.

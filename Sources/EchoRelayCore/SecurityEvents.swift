@@ -24,10 +24,13 @@ public struct ReceivedSecurityEvent: Sendable, Equatable {
 
     /// What the SET is to EchoRelay.
     public enum Disposition: Sendable, Equatable {
-        /// A session update for a user: it becomes an event of `type`.
-        case update(EventType, user: Subject, phoneNumber: String?, occurredAt: Date)
+        /// A session update for a user: it becomes an event of `type`; `reason` names why a
+        /// session ended (`session_revoked`, `tokens_revoked`).
+        case update(EventType, user: Subject, phoneNumber: String?, occurredAt: Date, reason: String? = nil)
         /// The transmitter's verification event, with its `state`.
         case verification(state: String?)
+        /// Recorded and shown to support, not delivered (what it says).
+        case noted(String)
         /// An event type EchoRelay does not relay (why).
         case ignored(String)
         /// A session update whose subject names no user EchoRelay can tell (why).
@@ -39,6 +42,8 @@ public struct ReceivedSecurityEvent: Sendable, Equatable {
         case user(String)
         /// Only a phone number: the user for whom EchoRelay verified that number, if exactly one.
         case phoneNumber(String)
+        /// Only an email address (lower-cased): the user whose verified email it is, if exactly one.
+        case email(String)
     }
 
     public init(issuer: String, jti: String, eventType: String, issuedAt: Date, subject: String?, fingerprint: [UInt8],
@@ -62,11 +67,28 @@ public struct ReceivedSecurityEvent: Sendable, Equatable {
 }
 
 extension ReceivedSecurityEvent.Disposition {
+    /// An update whose subject is only a phone number or an email names the user whose
+    /// verified number or email it is, if exactly one; `users(column, value)` reads up to two.
+    public func matched(users: (_ column: String, _ value: String) async throws -> [String]) async throws -> Self {
+        guard case .update(let type, let subject, let phone, let occurredAt, let reason) = self else { return self }
+        let (column, value, what): (String, String, String)
+        switch subject {
+        case .user: return self
+        case .phoneNumber(let number): (column, value, what) = ("phone_number", number, "verified phone number")
+        case .email(let address): (column, value, what) = ("email", address, "verified email")
+        }
+        let found = try await users(column, value)
+        return found.count == 1
+            ? .update(type, user: .user(found[0]), phoneNumber: phone, occurredAt: occurredAt, reason: reason)
+            : .unmatched(found.isEmpty ? "no user has this \(what)" : "several users have this \(what)")
+    }
+
     /// As the store records it: its name, why (ignored, unmatched), the verification's state.
     public var columns: (SecurityEventDisposition, note: String?, verificationState: String?) {
         switch self {
         case .update: (.event, nil, nil)
         case .verification(let state): (.verification, nil, state)
+        case .noted(let what): (.noted, what, nil)
         case .ignored(let why): (.ignored, why, nil)
         case .unmatched(let why): (.unmatched, why, nil)
         }
@@ -78,8 +100,12 @@ public enum SecurityEventDisposition: String, Sendable, Codable, CaseIterable {
     /// It became an event (`event_id`).
     case event
     case verification
+    /// Recorded for support, not delivered (RISC account-enabled, credential change required).
+    case noted
     case ignored
     case unmatched
+    /// Polled and refused: reported to the transmitter in `setErrs` (the note has its code).
+    case refused
 }
 
 public enum SecurityEventReceipt: Sendable, Equatable {
@@ -100,7 +126,7 @@ public struct SecurityEventRecord: Sendable, Equatable {
     public var receivedAt: Date
     public var subject: String?
     public var disposition: SecurityEventDisposition
-    /// Why it was ignored or unmatched.
+    /// Why it was ignored, unmatched or refused, or what a noted one says.
     public var note: String?
     /// The `state` of a verification event.
     public var verificationState: String?
@@ -125,14 +151,43 @@ extension SecurityEventRecord {
     }
 }
 
+/// A polled SET that failed a check: reported to the transmitter in `setErrs` and recorded for
+/// support. Its claims are not trusted, so only the key it was sent under is kept.
+public struct RefusedSecurityEvent: Sendable, Equatable {
+    public var issuer: String
+    /// The key the SET was sent under in the poll's `sets`.
+    public var jti: String
+    /// SHA-256 of the SET as received.
+    public var fingerprint: [UInt8]
+    /// The RFC 8935 error code and its description, as reported in `setErrs`.
+    public var err: String
+    public var description: String
+
+    public init(issuer: String, jti: String, fingerprint: [UInt8], err: String, description: String) {
+        self.issuer = issuer
+        self.jti = jti
+        self.fingerprint = fingerprint
+        self.err = err
+        self.description = description
+    }
+
+    /// The record's note: the code, then why.
+    public var note: String { err + ": " + description }
+}
+
 /// Where SETs are recorded and read back.
 public protocol SecurityEventStore: Sendable {
     /// Records `received` in one transaction, once per `(issuer, jti)`: an update for a known
     /// user becomes an event with the user's next sequence and a verification work item (the
     /// verify worker records its signature as the outcome); a phone-number subject names the
     /// user whose verified number it is, if exactly one, and is recorded as unmatched
-    /// otherwise. A SET recorded before changes nothing (`.duplicate`).
+    /// otherwise, and so does an email subject with the users' verified emails. A SET
+    /// recorded before changes nothing (`.duplicate`), unless it was recorded refused: one
+    /// that now passes takes the refused one's place.
     func receiveSecurityEvent(_ received: ReceivedSecurityEvent) async throws -> SecurityEventReceipt
+
+    /// Records a polled SET that failed a check, unless its `(issuer, jti)` is recorded already.
+    func recordRefusedSecurityEvent(_ refused: RefusedSecurityEvent) async throws
 
     /// Received SETs, newest first, at most `limit`: those recorded before the one numbered
     /// `before` (the last of the previous page), and of `disposition` when given.

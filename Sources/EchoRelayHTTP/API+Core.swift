@@ -15,7 +15,8 @@ extension API.Event {
             verified_at: event.verifiedAt.map(RFC3339.format), provider: provider, source: event.source.rawValue,
             path: event.path.rawValue,
             security_event: securityEvent.map { API.SecurityEventOrigin(issuer: $0.issuer, jti: $0.jti, event_type: $0.eventType) },
-            pruned_at: event.prunedAt.map(RFC3339.format), deliveries: deliveries.map(API.Delivery.init)
+            pruned_at: event.prunedAt.map(RFC3339.format), session_reason: event.sessionReason,
+            deliveries: deliveries.map(API.Delivery.init)
         )
     }
 }
@@ -61,6 +62,7 @@ extension API.TimelineEvent {
             status: event.status.rawValue, reason: event.reason?.rawValue, occurred_at: RFC3339.format(event.occurredAt),
             received_at: RFC3339.format(event.receivedAt), decided_at: event.decidedAt.map(RFC3339.format),
             verified_at: event.verifiedAt.map(RFC3339.format), pruned_at: event.prunedAt.map(RFC3339.format),
+            session_reason: event.sessionReason,
             deliveries: API.DeliveryCounts(total: counts.total, pending: counts.pending, delivered: counts.delivered,
                                            dead: counts.dead, cancelled: counts.cancelled, replays: counts.replays)
         )

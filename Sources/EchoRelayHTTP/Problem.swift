@@ -71,6 +71,17 @@ extension Problem {
         )
     }
 
+    /// A SET names a key not yet known and the transmitter's keys were fetched too lately to
+    /// look again: the transmitter retries a 503, and by then they can be fetched.
+    static func keysRefreshing(retryAfter delay: Duration) -> Problem {
+        let seconds = max(1, Int((Double(delay.components.seconds) + Double(delay.components.attoseconds) / 1e18).rounded(.up)))
+        return Problem(
+            .serviceUnavailable, slug: "unavailable", title: "Service unavailable",
+            detail: "the SET names a key this receiver fetches again in a moment; nothing was stored, send it again after \(seconds) s",
+            headers: [.retryAfter: String(seconds)]
+        )
+    }
+
     static let internalError = Problem(
         .internalServerError, slug: "internal", title: "Internal error",
         detail: "the request failed on the server; nothing was stored"

@@ -22,6 +22,8 @@ public struct HTTPDependencies: Sendable {
     public var backlog: BacklogLimit?
     /// `POST /v1/sets`, for a Shared Signals transmitter; nil: not configured (404).
     public var securityEvents: SecurityEventReceiver?
+    /// The transmitter's metadata and stream endpoints (`/v1/sets/stream`); nil: not configured.
+    public var transmitter: TransmitterClient?
     /// `POST /v1/subscriptions/{id}/test`; nil: not served (404).
     public var sendTestDelivery: SendTestDelivery?
     /// The proofs ingest and re-verification accept: those of the configured providers.
@@ -31,11 +33,13 @@ public struct HTTPDependencies: Sendable {
         store: any EchoRelayStore, subscriberURLPolicy: SubscriberURLPolicy, ingestSecrets: [WebhookSecret],
         authorizer: BearerAuthorizer, requestTimeout: Duration = .seconds(30),
         metrics: RelayMetrics = RelayMetrics(), metricsRegistry: PrometheusCollectorRegistry = PrometheusCollectorRegistry(),
-        backlog: BacklogLimit? = nil, securityEvents: SecurityEventReceiver? = nil, sendTestDelivery: SendTestDelivery? = nil,
+        backlog: BacklogLimit? = nil, securityEvents: SecurityEventReceiver? = nil, transmitter: TransmitterClient? = nil,
+        sendTestDelivery: SendTestDelivery? = nil,
         acceptedProofs: AcceptedProofs = .all, now: @escaping @Sendable () -> Date = { Date() },
         workCreated: @escaping @Sendable (WorkKind) -> Void = { _ in }
     ) {
         self.securityEvents = securityEvents
+        self.transmitter = transmitter
         self.sendTestDelivery = sendTestDelivery
         self.acceptedProofs = acceptedProofs
         self.requestTimeout = requestTimeout
@@ -69,6 +73,10 @@ public func buildRouter(servesAPI: Bool = true, _ dependencies: HTTPDependencies
     SecurityEventsController(
         store: dependencies.store, receiver: dependencies.securityEvents, authorizer: dependencies.authorizer,
         backlog: dependencies.backlog, metrics: dependencies.metrics, workCreated: { workCreated(.verification) }
+    ).addRoutes(to: router)
+    SecurityEventStreamController(
+        store: dependencies.store, transmitter: dependencies.transmitter, pushToken: dependencies.securityEvents?.settings.pushToken,
+        authorizer: dependencies.authorizer, metrics: dependencies.metrics
     ).addRoutes(to: router)
     SupportController(store: dependencies.store, authorizer: dependencies.authorizer, workCreated: dependencies.workCreated,
                       metrics: dependencies.metrics, acceptedProofs: dependencies.acceptedProofs).addRoutes(to: router)

@@ -59,6 +59,10 @@ struct SecurityEventsController<Context: RequestContext>: Sendable {
 
         let received: ReceivedSecurityEvent
         switch await receiver.receive(token) {
+        case .failure(let refusal) where refusal.retryAfter != nil:
+            // A key the transmitter may have just published: a 503 it retries, not a 400 it drops.
+            context.logger.notice("SET not checked yet: the transmitter's keys were fetched a moment ago")
+            throw Problem.keysRefreshing(retryAfter: refusal.retryAfter ?? .seconds(1))
         case .failure(let refusal):
             context.logger.notice("SET refused", metadata: ["set.err": "\(refusal.code)", "reason": "\(refusal.description)"])
             throw Refusal(status: .badRequest, code: refusal.code, description: refusal.description, result: .refused)

@@ -127,6 +127,87 @@ public enum SupportReason {
     }
 }
 
+/// `POST /v1/sets/stream`: how the transmitter delivers, and for push where.
+public struct StreamCreateRequest: Sendable, Equatable {
+    public var delivery: SecurityEventStream.Delivery
+    public var endpointURL: String?
+    public var description: String?
+
+    public static func parse(_ body: some Collection<UInt8>) throws(EventParseError) -> StreamCreateRequest {
+        var reader = try SupportBodyReader(body)
+        let delivery = reader.string("delivery") { SecurityEventStream.Delivery(rawValue: $0) == nil ? "must be push or poll" : nil }
+            .flatMap(SecurityEventStream.Delivery.init(rawValue:))
+        if delivery == nil, !reader.hasProblem("delivery") { reader.problem("delivery", "is required: push or poll") }
+        let endpointURL = reader.string("endpoint_url", check: StreamCreateRequest.endpointProblem)
+        if delivery == .push, endpointURL == nil, !reader.hasProblem("endpoint_url") {
+            reader.problem("endpoint_url", "is required for push: the public https URL of this relay's POST /v1/sets")
+        }
+        if delivery == .poll, endpointURL != nil {
+            reader.problem("endpoint_url", "is for push only: a poll stream's endpoint is the transmitter's")
+        }
+        let description = reader.string("description") { $0.count > 256 ? "must be at most 256 characters" : nil }
+        try reader.finish()
+        return StreamCreateRequest(delivery: delivery!, endpointURL: endpointURL, description: description)
+    }
+
+    static func endpointProblem(_ url: String) -> String? {
+        guard let components = URLComponents(string: url), let scheme = components.scheme?.lowercased(),
+              ["http", "https"].contains(scheme), components.host?.isEmpty == false else {
+            return "must be an absolute http or https URL"
+        }
+        return nil
+    }
+}
+
+/// `PATCH /v1/sets/stream`: the members a receiver may change.
+public struct StreamUpdateRequest: Sendable, Equatable {
+    public var eventsRequested: [String]?
+    public var description: String?
+    public var endpointURL: String?
+
+    public static func parse(_ body: some Collection<UInt8>) throws(EventParseError) -> StreamUpdateRequest {
+        var reader = try SupportBodyReader(body)
+        let events = reader.stringArray("events_requested", allowEmpty: false)
+        let description = reader.string("description") { $0.count > 256 ? "must be at most 256 characters" : nil }
+        let endpointURL = reader.string("endpoint_url", check: StreamCreateRequest.endpointProblem)
+        if events == nil, description == nil, endpointURL == nil, !reader.hasAnyProblem {
+            reader.problem("events_requested", "give at least one of events_requested, description and endpoint_url")
+        }
+        try reader.finish()
+        return StreamUpdateRequest(eventsRequested: events, description: description, endpointURL: endpointURL)
+    }
+}
+
+/// `POST /v1/sets/stream/status`.
+public struct StreamStatusRequest: Sendable, Equatable {
+    public var status: SecurityEventStream.Status
+    public var reason: String?
+
+    public static func parse(_ body: some Collection<UInt8>) throws(EventParseError) -> StreamStatusRequest {
+        var reader = try SupportBodyReader(body)
+        let status = reader.string("status") { SecurityEventStream.Status(rawValue: $0) == nil ? "must be enabled, paused or disabled" : nil }
+            .flatMap(SecurityEventStream.Status.init(rawValue:))
+        if status == nil, !reader.hasProblem("status") { reader.problem("status", "is required: enabled, paused or disabled") }
+        let reason = reader.string("reason") { $0.count > 256 ? "must be at most 256 characters" : nil }
+        try reader.finish()
+        return StreamStatusRequest(status: status!, reason: reason)
+    }
+}
+
+/// `POST /v1/sets/stream/verify`: how long to wait for the verification event.
+public struct StreamVerifyRequest: Sendable, Equatable {
+    public static let timeouts = 1 ... 25
+    public var timeout: Duration
+
+    public static func parse(_ body: some Collection<UInt8>) throws(EventParseError) -> StreamVerifyRequest {
+        guard !body.isEmpty else { return StreamVerifyRequest(timeout: .seconds(20)) }
+        var reader = try SupportBodyReader(body)
+        let seconds = reader.integer("timeout_seconds", in: timeouts)
+        try reader.finish()
+        return StreamVerifyRequest(timeout: .seconds(seconds ?? 20))
+    }
+}
+
 /// Reads the fields of one JSON object body, collecting a problem per bad field. A getter
 /// returns nil both for an absent field and a bad one; `finish` throws if any was bad.
 private struct SupportBodyReader {
@@ -224,6 +305,26 @@ private struct SupportBodyReader {
             return TextRules.isInStoredRange(date) ? nil : TextRules.timeRangeReason
         }.flatMap(RFC3339.parse)
     }
+
+    mutating func integer(_ name: String, in range: ClosedRange<Int>) -> Int? {
+        known.insert(name)
+        switch object[name] {
+        case nil, .null?: return nil
+        case .integer(let value)? where range.contains(Int(clamping: value)): return Int(value)
+        case let other?:
+            problems.append(.init(field: name, reason: "must be a whole number from \(range.lowerBound) to \(range.upperBound)"
+                                  + (other.typeName == "a number" ? "" : ", not \(other.typeName)")))
+            return nil
+        }
+    }
+
+    mutating func problem(_ field: String, _ reason: String) {
+        known.insert(field)
+        problems.append(.init(field: field, reason: reason))
+    }
+
+    func hasProblem(_ field: String) -> Bool { problems.contains { $0.field == field } }
+    var hasAnyProblem: Bool { !problems.isEmpty }
 
     mutating func bool(_ name: String) -> Bool? {
         known.insert(name)

@@ -136,11 +136,11 @@ enum DeliveryTaskRow {
         (SELECT p.provider_phone_number FROM events p
          WHERE p.user_id = e.user_id AND p.sequence < e.sequence AND p.status = 'verified'
          ORDER BY p.sequence DESC LIMIT 1),
-        d.replay_id, (SELECT r.created_at FROM replays r WHERE r.id = d.replay_id)
+        d.replay_id, (SELECT r.created_at FROM replays r WHERE r.id = d.replay_id), e.reason
         """
 
     typealias Values = (Int64, String, String, String, Int, String, String, String?, String, String, Int64, Date, Date,
-                        String?, String?, String?, Date?)
+                        String?, String?, String?, Date?, String?)
 }
 
 /// The verification claim (see `PostgresEventStore.claimVerifications`): due items, skipping

@@ -44,7 +44,8 @@ extension PostgresEventStore: DeliveryStore {
                 deliveryID: row.0, eventID: row.1, subscriptionID: row.2, webhookID: row.3, url: row.5,
                 secrets: try SecretSealer.signingSecrets(row.6, row.7, subscriptionID: row.2, with: sealer), attempts: row.4, type: type,
                 userID: row.9, sequence: row.10, occurredAt: row.11, verifiedAt: row.12, phoneNumber: row.13,
-                previousPhoneNumber: row.14, replay: row.15.flatMap { id in row.16.map { DeliveryReplay(id: id, at: $0) } }
+                previousPhoneNumber: row.14, replay: row.15.flatMap { id in row.16.map { DeliveryReplay(id: id, at: $0) } },
+                reason: row.17
             ))
         }
         return tasks

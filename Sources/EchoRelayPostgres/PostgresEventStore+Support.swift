@@ -93,13 +93,13 @@ extension PostgresEventStore: TimelineStore {
     private static func entries(_ rows: PostgresRowSequence) async throws -> [TimelineEntry] {
         try await rows.storeRows().map { row in
             let event = try StoredEvent(summaryRow: row)
-            let bySubscription = try zip(try row.stringArray(12), try row.stringArray(13)).map { subscriptionID, status in
+            let bySubscription = try zip(try row.stringArray(13), try row.stringArray(14)).map { subscriptionID, status in
                 guard let status = DeliveryStatus(rawValue: status) else {
                     throw StoreError.unexpected("a delivery of event \(event.id) has an unknown status")
                 }
                 return SubscriptionDeliveryState(subscriptionID: subscriptionID, status: status)
             }
-            return TimelineEntry(event: event, deliveries: DeliverySummary(bySubscription: bySubscription, replays: try row.int(11)))
+            return TimelineEntry(event: event, deliveries: DeliverySummary(bySubscription: bySubscription, replays: try row.int(12)))
         }
     }
 }

@@ -108,7 +108,7 @@ extension SQLiteEventStore {
                        (SELECT p.provider_phone_number FROM events p
                         WHERE p.user_id = e.user_id AND p.sequence < e.sequence AND p.status = 'verified'
                         ORDER BY p.sequence DESC LIMIT 1),
-                       d.replay_id, (SELECT r.created_at FROM replays r WHERE r.id = d.replay_id)
+                       d.replay_id, (SELECT r.created_at FROM replays r WHERE r.id = d.replay_id), e.reason
                 FROM deliveries d JOIN events e ON e.id = d.event_id JOIN subscriptions s ON s.id = d.subscription_id
                 WHERE d.id IN (SELECT value FROM json_each(?2))
                 """, [db.now, ids])
@@ -124,7 +124,8 @@ extension SQLiteEventStore {
                     url: try row.string(5), secrets: try SecretSealer.signingSecrets(try row.string(6), try row.optionalString(7), subscriptionID: try row.string(2), with: sealer),
                     attempts: try row.int(4), type: type, userID: try row.string(9), sequence: try row.int64(10),
                     occurredAt: try row.date(11), verifiedAt: try row.date(12), phoneNumber: try row.optionalString(13),
-                    previousPhoneNumber: try row.optionalString(14), replay: replayID.flatMap { id in replayAt.map { DeliveryReplay(id: id, at: $0) } }
+                    previousPhoneNumber: try row.optionalString(14), replay: replayID.flatMap { id in replayAt.map { DeliveryReplay(id: id, at: $0) } },
+                    reason: try row.optionalString(17)
                 )
             }
             return chosen.compactMap { tasks[$0] }

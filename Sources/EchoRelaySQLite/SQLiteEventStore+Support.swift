@@ -56,14 +56,14 @@ extension SQLiteEventStore {
 
     private static func entry(_ row: Row) throws -> TimelineEntry {
         let event = try StoredEvent(summaryRow: row)
-        let pairs = try JSONDecoder().decode([[String]].self, from: Data(try row.string(12).utf8))
+        let pairs = try JSONDecoder().decode([[String]].self, from: Data(try row.string(13).utf8))
         let bySubscription = try pairs.map { pair in
             guard pair.count == 2, let status = DeliveryStatus(rawValue: pair[1]) else {
                 throw StoreError.unexpected("a delivery of event \(event.id) has an unknown status")
             }
             return SubscriptionDeliveryState(subscriptionID: pair[0], status: status)
         }.sorted { $0.subscriptionID < $1.subscriptionID }
-        return TimelineEntry(event: event, deliveries: DeliverySummary(bySubscription: bySubscription, replays: try row.int(11)))
+        return TimelineEntry(event: event, deliveries: DeliverySummary(bySubscription: bySubscription, replays: try row.int(12)))
     }
 
     public func deadLetters(_ filter: DeadLetterFilter, beforeID: Int64?, limit: Int) async throws -> [DeadLetter] {

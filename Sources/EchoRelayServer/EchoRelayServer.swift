@@ -38,12 +38,18 @@ public enum EchoRelayServer {
         let workers = makeWorkers(configuration, store: backend.store, announce: backend.announce, wakes: wakes,
                                   processID: processID, verificationHandOffs: verificationHandOffs, ready: schemaReady,
                                   metrics: metrics, logger: logger)
+        let sharedSignals = self.sharedSignals(configuration, logger: logger)
         let router = makeRouter(configuration, backend: backend, ingestSecrets: ingestSecrets, backlog: backlog, wakes: wakes,
-                                metrics: metrics, metricsRegistry: metricsRegistry, logger: logger)
+                                sharedSignals: sharedSignals, metrics: metrics, metricsRegistry: metricsRegistry, logger: logger)
+        let poller: [any Service] = sharedSignals.map { signals in
+            [SecurityEventPoller(store: backend.store, receiver: signals.receiver, ready: schemaReady, metrics: metrics,
+                                 workCreated: { wakes.workCreated(.verification, announce: backend.announce) }, logger: logger)]
+        } ?? []
         // Started in this order and stopped in reverse: the server stops taking requests
         // first, then the worker finishes what it holds, then the database client closes.
         let services = backend.services
             + apiServices(configuration, store: backend.store, backlog: backlog, ready: schemaReady, metrics: metrics, logger: logger)
+            + poller
             + (configuration.role.runsWorkers ? workers : [])
         return httpApplication(configuration, router: router, services: services, backend: backend, schemaReady: schemaReady,
                                onServerRunning: onServerRunning, logger: logger)
@@ -60,7 +66,7 @@ public enum EchoRelayServer {
     /// and what they need.
     static func makeRouter(
         _ configuration: ServerConfiguration, backend: StoreBackend, ingestSecrets: [WebhookSecret], backlog: BacklogLimit?,
-        wakes: Wakes, metrics: RelayMetrics, metricsRegistry: PrometheusCollectorRegistry, logger: Logger
+        wakes: Wakes, sharedSignals: SharedSignals?, metrics: RelayMetrics, metricsRegistry: PrometheusCollectorRegistry, logger: Logger
     ) -> Router<EchoRelayRequestContext> {
         buildRouter(servesAPI: configuration.role.servesAPI, HTTPDependencies(
             store: backend.store,
@@ -69,7 +75,7 @@ public enum EchoRelayServer {
             ingestSecrets: ingestSecrets,
             authorizer: BearerAuthorizer(adminToken: configuration.adminToken, tokens: backend.store, logger: logger),
             requestTimeout: configuration.requestTimeout, metrics: metrics, metricsRegistry: metricsRegistry,
-            backlog: backlog, securityEvents: securityEventReceiver(configuration, logger: logger),
+            backlog: backlog, securityEvents: sharedSignals?.receiver, transmitter: sharedSignals?.transmitter,
             sendTestDelivery: { [sender = TestDeliverySender(configuration: DeliveryWorkerConfiguration(configuration))] in
                 await sender.send(to: $0, secrets: $1)
             },
@@ -128,18 +134,21 @@ public enum EchoRelayServer {
         return (RelayMetrics(factory: factory), registry)
     }
 
-    /// Shared Signals: the transmitter's keys are fetched when the first SET names one.
-    static func securityEventReceiver(_ configuration: ServerConfiguration, logger: Logger) -> SecurityEventReceiver? {
+    /// Shared Signals: the transmitter's keys are fetched when the first SET names one, from
+    /// `ECHORELAY_SET_JWKS_URL` or the `jwks_uri` of the transmitter's metadata. Received
+    /// (pushed or polled) where the API is served.
+    static func sharedSignals(_ configuration: ServerConfiguration, logger: Logger) -> SharedSignals? {
         guard configuration.role.servesAPI, let settings = configuration.securityEvents else { return nil }
         logger.info("receiving Shared Signals at POST /v1/sets", metadata: [
-            "set.issuer": "\(settings.issuer)", "set.audience": "\(settings.audience)", "set.jwks_url": "\(settings.jwksURL)",
+            "set.issuer": "\(settings.issuer)", "set.audience": "\(settings.audience)",
+            "set.jwks_url": "\(settings.jwksURL ?? "from the transmitter's metadata")",
             "set.push_token": "\(settings.pushToken == nil ? "not required" : "required")",
+            "set.poll_url": "\(settings.poll.url ?? "the registered poll stream's, if any")",
         ])
         if settings.allowHTTP {
-            logger.warning("ECHORELAY_SET_ALLOW_HTTP is on: the transmitter's keys may come over plain http; for local testing only")
+            logger.warning("ECHORELAY_SET_ALLOW_HTTP is on: the transmitter's keys, metadata and poll endpoint may be plain http; for local testing only")
         }
-        return SecurityEventReceiver(settings: settings, keys: TransmitterKeys(refetchInterval: settings.keysRefetchInterval,
-                                                                              fetch: JWKSFetch.from(settings.jwksURL)))
+        return SharedSignals(settings: settings)
     }
 
     /// The embedded store: one process owns the file, so it migrates before anything else, and

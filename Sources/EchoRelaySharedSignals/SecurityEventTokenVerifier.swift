@@ -71,6 +71,9 @@ public struct SecurityEventTokenVerifier: Sendable {
             throw SecurityEventRefusal.invalidRequest("iat is in the future")
         }
         guard let jti = claims.jti, !jti.isEmpty else { throw SecurityEventRefusal.invalidRequest("jti is missing") }
+        // SSF 1.0 §4.1.8, §4.1.9: the subject is sub_id, and a SET does not expire.
+        guard claims.sub == nil else { throw SecurityEventRefusal.invalidRequest("a SET must not carry a sub claim: its subject is sub_id") }
+        guard claims.exp == nil else { throw SecurityEventRefusal.invalidRequest("a SET must not carry an exp claim") }
         guard let events = claims.events else { throw SecurityEventRefusal.invalidRequest("events is missing") }
         guard events.count == 1, let (eventType, event) = events.first else {
             throw SecurityEventRefusal.invalidRequest("events must hold exactly one event, it holds \(events.count)")
@@ -113,13 +116,22 @@ public struct VerifiedSecurityEvent: Sendable, Equatable {
     }
 }
 
-/// Why a SET is refused, as RFC 8935 §2.3 codes it.
+/// Why a SET is refused, as RFC 8935 §2.3 codes it, or (`retryAfter`) why it cannot be
+/// checked yet.
 public struct SecurityEventRefusal: Error, Sendable, Equatable {
     /// `invalid_request`, `invalid_key`, `invalid_issuer` or `invalid_audience`.
     public let code: String
     public let description: String
+    /// Set when the SET is not refused but must come again after this long: its key may be
+    /// one the transmitter has just published, and the keys were fetched too lately to look.
+    public var retryAfter: Duration? = nil
 
-    static func invalidRequest(_ text: String) -> Self { .init(code: "invalid_request", description: text) }
+    static func retryLater(after delay: Duration) -> Self {
+        .init(code: "temporarily_unavailable", description: "the transmitter's keys are being refreshed; send the SET again",
+              retryAfter: delay)
+    }
+
+    public static func invalidRequest(_ text: String) -> Self { .init(code: "invalid_request", description: text) }
     static func invalidKey(_ text: String) -> Self { .init(code: "invalid_key", description: text) }
     static func invalidIssuer(_ text: String) -> Self { .init(code: "invalid_issuer", description: text) }
     static func invalidAudience(_ text: String) -> Self { .init(code: "invalid_audience", description: text) }
@@ -135,9 +147,12 @@ struct SecurityEventClaims: JWTPayload {
     var jti: String?
     var events: [String: JSONValue]?
     var subID: JSONValue?
+    /// Refused when present (SSF 1.0): read whatever their type.
+    var sub: JSONValue?
+    var exp: JSONValue?
 
     enum CodingKeys: String, CodingKey {
-        case iss, aud, iat, jti, events
+        case iss, aud, iat, jti, events, sub, exp
         case subID = "sub_id"
     }
 

@@ -2,17 +2,23 @@ import EchoRelayCore
 import Foundation
 import JWTKit
 
-/// The transmitter's published signing keys (its JWKS), fetched at first use and again when a
-/// SET names a key not among them (a key rotation), at most once every `refetchInterval`, so a
-/// flood of made-up key ids cannot make us hammer the transmitter. A failed fetch keeps the
-/// keys already known. Only public RSA and EC keys are taken: a symmetric key in a JWKS would
-/// be public, and no SET may be verified with it.
+/// The transmitter's published signing keys (its JWKS), fetched at first use and again at
+/// once when a SET names a key not among them (a key rotation: the transmitter publishes the
+/// new key, then signs with it). A key id still unknown after a fetch is not looked for again
+/// for `refetchInterval`, and fetches are at least `minimumInterval` apart, so a flood of
+/// made-up key ids cannot make us hammer the transmitter; a SET that meets that floor is asked
+/// to come again (`retryAfter`) rather than refused, so no SET a fresh fetch would accept is
+/// lost. A failed fetch keeps the keys already known. Only public RSA and EC keys are taken:
+/// a symmetric key in a JWKS would be public, and no SET may be verified with it.
 public actor TransmitterKeys {
     /// Reads the JWKS document.
     public typealias Fetch = @Sendable () async throws -> [UInt8]
 
     private let fetch: Fetch
     private let refetchInterval: Duration
+    private let minimumInterval: Duration
+    /// When each unknown key id was last looked for, a bounded number of them.
+    private let lookedFor = BoundedCache<String, ContinuousClock.Instant>(capacity: 1024)
     /// The published keys by kid, as JWK members.
     private var published: [String: [String: JSONValue]] = [:]
     /// A one-key collection per kid and algorithm: a JWK without `alg` serves any algorithm of
@@ -23,17 +29,25 @@ public actor TransmitterKeys {
     /// How many times the JWKS was fetched (for tests and logs).
     public private(set) var fetches = 0
 
-    public init(refetchInterval: Duration = .seconds(30), fetch: @escaping Fetch) {
+    public init(refetchInterval: Duration = .seconds(30), minimumInterval: Duration = .seconds(1), fetch: @escaping Fetch) {
         self.fetch = fetch
         self.refetchInterval = refetchInterval
+        self.minimumInterval = min(minimumInterval, refetchInterval)
     }
 
     /// The key `kid` for `algorithm`, or why there is none.
     func collection(for kid: String, algorithm: String) async -> Result<JWTKeyCollection, SecurityEventRefusal> {
+        if published[kid] == nil, let refreshing {
+            await refreshing.value
+        }
         if published[kid] == nil {
-            if let refreshing {
-                await refreshing.value
-            } else if lastFetch.map({ ContinuousClock.now - $0 >= refetchInterval }) ?? true {
+            let now = ContinuousClock.now
+            let lookedForLately = lookedFor.value(for: kid).map { now - $0 < refetchInterval } ?? false
+            if !lookedForLately {
+                if let last = lastFetch, now - last < minimumInterval {
+                    return .failure(.retryLater(after: minimumInterval - (now - last)))
+                }
+                lookedFor.set(now, for: kid)
                 let refresh = Task { await self.refresh() }
                 refreshing = refresh
                 await refresh.value

@@ -33,20 +33,28 @@ enum Setting {
         }
     }
 
-    /// `ECHORELAY_SET_*`: nil when no transmitter is configured; the issuer, audience and JWKS
-    /// URL go together, and the others need them.
+    /// `ECHORELAY_SET_*`: nil when no transmitter is configured; the issuer and audience go
+    /// together, and the others need them.
     static func securityEvents(issuer: String?, audience: String?, jwksURL: String?, allowHTTP: Bool,
-                               pushToken: String?) throws -> SecurityEventReceiverSettings? {
-        let required = [(ServeSettings.setIssuer, issuer), (ServeSettings.setAudience, audience), (ServeSettings.setJwksURL, jwksURL)]
+                               pushToken: String?, polling: SetPollingOptions) throws -> SecurityEventReceiverSettings? {
+        typealias S = ServeSettings
+        let required = [(S.setIssuer, issuer), (S.setAudience, audience)].map { ($0.variable, value($1, $0.variable)) }
+        let optional = [(S.setJwksURL, jwksURL), (S.setPushToken, pushToken), (S.setTransmitterToken, polling.setTransmitterToken),
+                        (S.setPollURL, polling.setPollURL), (S.setPollToken, polling.setPollToken)]
             .map { ($0.variable, value($1, $0.variable)) }
-        let token = value(pushToken, ServeSettings.setPushToken.variable)
-        let allowHTTP = isOn(allowHTTP, ServeSettings.setAllowHTTP)
-        guard required.contains(where: { $0.1 != nil }) || token != nil || allowHTTP else { return nil }
+        let allowHTTP = isOn(allowHTTP, S.setAllowHTTP)
+        let given = (required + optional).filter { $0.1 != nil }.map(\.0) + (allowHTTP ? [S.setAllowHTTP.variable] : [])
+        guard let first = given.first else { return nil }
         if let missing = required.first(where: { $0.1 == nil }) {
-            throw ConfigurationError(setting: missing.0, reason: "is required to receive Shared Signals: set ECHORELAY_SET_ISSUER, ECHORELAY_SET_AUDIENCE and ECHORELAY_SET_JWKS_URL together")
+            throw ConfigurationError(setting: missing.0, reason: "is required with \(first): receiving Shared Signals needs ECHORELAY_SET_ISSUER and ECHORELAY_SET_AUDIENCE together")
         }
-        return SecurityEventReceiverSettings(issuer: required[0].1!, audience: required[1].1!, jwksURL: required[2].1!,
-                                             allowHTTP: allowHTTP, pushToken: token.map(Secret.init))
+        let poll = SecurityEventPollSettings(
+            url: optional[3].1, token: optional[4].1.map(Secret.init),
+            maxEvents: try integer(polling.setPollMaxEvents, S.setPollMaxEvents), wait: try duration(polling.setPollWait, S.setPollWait)
+        )
+        return SecurityEventReceiverSettings(issuer: required[0].1!, audience: required[1].1!, jwksURL: optional[0].1,
+                                             allowHTTP: allowHTTP, pushToken: optional[1].1.map(Secret.init),
+                                             transmitterToken: optional[2].1.map(Secret.init), poll: poll)
     }
 
     /// `ECHORELAY_OAUTH2_*`: nil when no authorization server is configured. The introspection

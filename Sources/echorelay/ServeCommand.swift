@@ -144,6 +144,8 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .customLong(ServeSettings.setPushToken.flag), help: ServeSettings.setPushToken.argumentHelp)
     var setPushToken: String?
 
+    @OptionGroup var setPolling: SetPollingOptions
+
     @Flag(name: .customLong(ServeSettings.demo.flag), help: ServeSettings.demo.argumentHelp)
     var demo = false
 
@@ -213,7 +215,8 @@ struct ServeCommand: AsyncParsableCommand {
             retention: try retention.policy(),
             pruneInterval: try Setting.duration(pruneInterval, S.pruneInterval),
             securityEvents: try Setting.securityEvents(
-                issuer: setIssuer, audience: setAudience, jwksURL: setJwksURL, allowHTTP: setAllowHTTP, pushToken: setPushToken
+                issuer: setIssuer, audience: setAudience, jwksURL: setJwksURL, allowHTTP: setAllowHTTP, pushToken: setPushToken,
+                polling: setPolling
             ),
             oauth2: try Setting.oauth2(
                 introspectionURL: oauth2IntrospectionURL, clientID: oauth2ClientID, clientSecret: oauth2ClientSecret,

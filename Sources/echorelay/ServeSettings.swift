@@ -122,13 +122,23 @@ enum ServeSettings {
     static let backlogLimit = ServeSetting("backlog-limit", "ECHORELAY_BACKLOG_LIMIT", .value("2000"),
         help: "Events received and not yet final (awaiting verification, or a delivery to an enabled subscription that is not down: one whose attempts have all failed for 10 s does not count) past which ingest answers 503 with Retry-After and stores nothing, until the backlog drains below it; `off` for no limit.")
     static let setIssuer = ServeSetting("set-issuer", "ECHORELAY_SET_ISSUER", .unset("none (`POST /v1/sets` is off)"),
-        help: "The Shared Signals transmitter's exact issuer (iss) whose Security Event Tokens POST /v1/sets accepts; with --set-audience and --set-jwks-url, turns the endpoint on.")
+        help: "The Shared Signals transmitter's exact issuer (iss) whose Security Event Tokens EchoRelay accepts, pushed to POST /v1/sets or polled; with --set-audience, turns Shared Signals on. Its /.well-known/ssf-configuration gives the keys' URL and the stream endpoints.")
     static let setAudience = ServeSetting("set-audience", "ECHORELAY_SET_AUDIENCE", .unset("none"),
         help: "EchoRelay's audience (aud) in the transmitter's SETs.")
-    static let setJwksURL = ServeSetting("set-jwks-url", "ECHORELAY_SET_JWKS_URL", .unset("none"),
+    static let setJwksURL = ServeSetting("set-jwks-url", "ECHORELAY_SET_JWKS_URL", .unset("the `jwks_uri` of the transmitter's metadata"),
         help: "The https URL of the transmitter's JWKS, whose keys sign its SETs.")
     static let setAllowHTTP = ServeSetting("set-allow-http", "ECHORELAY_SET_ALLOW_HTTP", .switch,
-        help: "Allow a plain-http JWKS URL; for local testing only.")
+        help: "Allow plain-http transmitter URLs (metadata, JWKS, poll, stream endpoints); for local testing only.")
+    static let setTransmitterToken = ServeSetting("set-transmitter-token", "ECHORELAY_SET_TRANSMITTER_TOKEN", .unset("none"),
+        help: "The bearer token of the transmitter's stream endpoints (echorelay sets stream), and of polling unless --set-poll-token is given.")
+    static let setPollURL = ServeSetting("set-poll-url", "ECHORELAY_SET_POLL_URL", .unset("the endpoint of the poll stream `echorelay sets stream create --delivery poll` registered, if any"),
+        help: "The transmitter's RFC 8936 poll endpoint: EchoRelay polls it for SETs.")
+    static let setPollToken = ServeSetting("set-poll-token", "ECHORELAY_SET_POLL_TOKEN", .unset("ECHORELAY_SET_TRANSMITTER_TOKEN"),
+        help: "The bearer token of each poll.")
+    static let setPollWait = ServeSetting("set-poll-wait", "ECHORELAY_SET_POLL_WAIT", .value("60s"),
+        help: "How long one long poll may be held open by the transmitter before EchoRelay polls again.")
+    static let setPollMaxEvents = ServeSetting("set-poll-max-events", "ECHORELAY_SET_POLL_MAX_EVENTS", .value("50"),
+        help: "The most SETs one poll asks for (maxEvents), 1 to 1000.")
     static let setPushToken = ServeSetting("set-push-token", "ECHORELAY_SET_PUSH_TOKEN", .unset("none"),
         help: "A token the transmitter must send as Authorization: Bearer with every SET, at least 16 characters; unset, none is asked for.")
     static let requestTimeout = ServeSetting("request-timeout", "ECHORELAY_REQUEST_TIMEOUT", .value("30s"),
@@ -145,6 +155,6 @@ enum ServeSettings {
     static let all: [ServeSetting] = [
         host, port, databaseURL, demo, ingestSecrets, secretKey, adminToken, noMigrate, role, consumerKey, echoAllowedHosts, echoAllowHTTP, echoTimeout, echoRetrySchedule,
         oauth2IntrospectionURL, oauth2ClientID, oauth2ClientSecret, oauth2UserInfoURL, oauth2TokenClientID, oauth2Issuer, oauth2AllowHTTP,
-        lease, verifyConcurrency, deliveryTimeout, retrySchedule, disableAfter, allowPrivateSubscribers, privateSubscribers, subscriberCAFile, deliveryConcurrency, subscriptionConcurrency, replayRate, retainAttempts, retainEvents, pruneInterval, backlogLimit, setIssuer, setAudience, setJwksURL, setAllowHTTP, setPushToken, requestTimeout, shutdownGrace, threads, logLevel, logFormat,
+        lease, verifyConcurrency, deliveryTimeout, retrySchedule, disableAfter, allowPrivateSubscribers, privateSubscribers, subscriberCAFile, deliveryConcurrency, subscriptionConcurrency, replayRate, retainAttempts, retainEvents, pruneInterval, backlogLimit, setIssuer, setAudience, setJwksURL, setAllowHTTP, setPushToken, setTransmitterToken, setPollURL, setPollToken, setPollWait, setPollMaxEvents, requestTimeout, shutdownGrace, threads, logLevel, logFormat,
     ]
 }

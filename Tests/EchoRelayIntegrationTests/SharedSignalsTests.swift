@@ -305,7 +305,7 @@ import Glibc
             let json = try SupportCommandLineTests.object(unmatched)
             #expect((json["security_events"] as? [[String: Any]])?.map { $0["jti"] as? String } == ["email-only"])
             let refused = try await SupportCommandLineTests.cli(["sets", "--disposition", "lost"], f.server)
-            #expect(refused.status != 0 && refused.stderr.contains("--disposition must be event, verification, ignored or unmatched"))
+            #expect(refused.status != 0 && refused.stderr.contains("--disposition must be event, verification, noted, ignored, unmatched or refused"))
 
             _ = try await f.outcome(of: eventID)
             let shown = try await SupportCommandLineTests.cli(["events", "show", eventID], f.server)
@@ -352,7 +352,7 @@ import Glibc
                     let http = HTTPTestClient(port: port)
                     let serve = try ChildProcess(["serve", "--demo", "--port", String(port)], environment: [
                         "ECHORELAY_ADMIN_TOKEN": LiveServer.adminToken, "ECHORELAY_SET_ISSUER": settings.issuer,
-                        "ECHORELAY_SET_AUDIENCE": settings.audience, "ECHORELAY_SET_JWKS_URL": settings.jwksURL,
+                        "ECHORELAY_SET_AUDIENCE": settings.audience, "ECHORELAY_SET_JWKS_URL": settings.jwksURL ?? "",
                         "ECHORELAY_SET_ALLOW_HTTP": "1", "ECHORELAY_LOG_LEVEL": "notice",
                     ], workingDirectory: folder)
                     defer { serve.signal(SIGKILL) }

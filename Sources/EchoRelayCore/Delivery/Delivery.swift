@@ -20,13 +20,16 @@ public struct DeliveryTask: Sendable, Equatable {
     public var previousPhoneNumber: String?
     /// Set for a replayed delivery.
     public var replay: DeliveryReplay?
+    /// Why a session ended, when a Shared Signals event said so (`session_revoked`).
+    public var reason: String?
 
     public init(
         deliveryID: Int64, eventID: String, subscriptionID: String, webhookID: String, url: String, secrets: [Secret],
         attempts: Int, type: EventType, userID: String, sequence: Int64, occurredAt: Date, verifiedAt: Date,
-        phoneNumber: String?, previousPhoneNumber: String?, replay: DeliveryReplay? = nil
+        phoneNumber: String?, previousPhoneNumber: String?, replay: DeliveryReplay? = nil, reason: String? = nil
     ) {
         self.replay = replay
+        self.reason = reason
         self.deliveryID = deliveryID
         self.eventID = eventID
         self.subscriptionID = subscriptionID

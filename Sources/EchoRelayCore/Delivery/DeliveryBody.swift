@@ -16,6 +16,8 @@ public struct DeliveryBody: Hashable, Sendable {
     /// Set for a replayed delivery: its marker is inside the signed body, so a receiver can
     /// tell a deliberate resend from a retry.
     public var replay: DeliveryReplay?
+    /// Why a session ended (`data.reason`), when the provider said so.
+    public var reason: String?
 
     public init(_ task: DeliveryTask) {
         type = task.type
@@ -27,6 +29,7 @@ public struct DeliveryBody: Hashable, Sendable {
         phoneNumber = task.phoneNumber
         previousPhoneNumber = task.previousPhoneNumber
         replay = task.replay
+        reason = task.reason
     }
 
     /// The body's bytes, written directly in the canonical form that
@@ -43,6 +46,10 @@ public struct DeliveryBody: Hashable, Sendable {
                 out.appendLiteral(",\"previous_phone_number\":")
                 out.appendString(previousPhoneNumber)
             }
+        }
+        if let reason {
+            out.appendLiteral(type.descriptor.deliversPhoneNumber ? ",\"reason\":" : "\"reason\":")
+            out.appendString(reason)
         }
         out.appendLiteral("},\"event_id\":")
         out.appendString(eventID)

@@ -49,6 +49,14 @@ struct APIClient: Sendable {
     }
 
     func post(_ path: [String], body: some Encodable) async throws(ClientError) -> APIAnswer {
+        try await send(.POST, path, query: [], body: try encoded(body))
+    }
+
+    func patch(_ path: [String], body: some Encodable) async throws(ClientError) -> APIAnswer {
+        try await send(.PATCH, path, query: [], body: try encoded(body))
+    }
+
+    private func encoded(_ body: some Encodable) throws(ClientError) -> Data {
         let bytes: Data
         do {
             bytes = try canonicalJSON(body)
@@ -56,7 +64,7 @@ struct APIClient: Sendable {
             // Not the error itself: an encoding error can quote a value, and a body may hold echo credentials.
             throw ClientError("could not encode the request body as JSON (\(type(of: error)))")
         }
-        return try await send(.POST, path, query: [], body: bytes)
+        return bytes
     }
 
     /// The URL of `path` (segments, percent-encoded here) and `query` on the base URL.
