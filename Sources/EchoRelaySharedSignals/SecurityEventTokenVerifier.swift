@@ -122,12 +122,13 @@ public struct SecurityEventRefusal: Error, Sendable, Equatable {
     /// `invalid_request`, `invalid_key`, `invalid_issuer` or `invalid_audience`.
     public let code: String
     public let description: String
-    /// Set when the SET is not refused but must come again after this long: its key may be
-    /// one the transmitter has just published, and the keys were fetched too lately to look.
+    /// Set when the verdict is not final: the SET names a key not yet known, which may be one
+    /// the transmitter has just published, and the keys were fetched too lately to look again
+    /// now. Such a SET is to come again after this long, not to be dropped.
     public var retryAfter: Duration? = nil
 
     static func retryLater(after delay: Duration) -> Self {
-        .init(code: "temporarily_unavailable", description: "the transmitter's keys are being refreshed; send the SET again",
+        .init(code: "invalid_key", description: "the transmitter publishes no key with this kid yet; its keys are fetched again in a moment",
               retryAfter: delay)
     }
 

@@ -74,6 +74,9 @@ import Glibc
             "verification": sign(rsa, "verification", {SSF + "verification": {"state": "VGhpcyBpcyBhIHN0YXRl"}},
                                  {"format": "opaque", "id": "stream-1"}),
             "session-revoked": sign(rsa, "session-revoked", {CAEP + "session-revoked": {}}, user("u-set-1")),
+            "assurance-level-change": sign(rsa, "assurance-level-change", {CAEP + "assurance-level-change": {
+                "namespace": "NIST-AAL", "current_level": "nist-aal2", "previous_level": "nist-aal1", "change_direction": "increase"}},
+                user("u-set-1")),
             "email-only": sign(rsa, "email-only", {RISC + "account-disabled": {}}, {"format": "email", "email": "a@example.com"}),
             "rotated": sign(later, "rotated", {CAEP + "credential-change": {"credential_type": "password", "change_type": "update"}},
                             user("u-set-3")),
@@ -207,7 +210,7 @@ import Glibc
                 try await f.pushVerified("phone.changed", userID: "u-set-2", phone: "+15550007777", session: session)
                 _ = try await subscriber.waitForDeliveries(count: 1, within: .seconds(30))
 
-                for name in ["verification", "session-revoked", "email-only", "account-purged-by-phone"] {
+                for name in ["verification", "assurance-level-change", "email-only", "account-purged-by-phone"] {
                     let response = try await Self.push(try #require(material.tokens[name]), to: f.server)
                     #expect(response.status == 202, "\(name): \(response.text)")
                 }
@@ -221,8 +224,8 @@ import Glibc
                 let byJTI = Dictionary(uniqueKeysWithValues: recorded.map { ($0["jti"] as? String ?? "", $0) })
                 #expect(byJTI["verification"]?["disposition"] as? String == "verification")
                 #expect(byJTI["verification"]?["verification_state"] as? String == "VGhpcyBpcyBhIHN0YXRl")
-                #expect(byJTI["session-revoked"]?["disposition"] as? String == "ignored")
-                #expect(byJTI["session-revoked"]?["note"] as? String == "an event type EchoRelay does not relay")
+                #expect(byJTI["assurance-level-change"]?["disposition"] as? String == "ignored")
+                #expect(byJTI["assurance-level-change"]?["note"] as? String == "an event type EchoRelay does not relay")
                 #expect(byJTI["email-only"]?["disposition"] as? String == "unmatched")
                 #expect((byJTI["email-only"]?["subject"] as? [String: Any])?["email"] as? String == "a@example.com")
                 #expect(byJTI["account-purged-by-phone"]?["disposition"] as? String == "event")
@@ -288,7 +291,7 @@ import Glibc
     /// console's event page.
     @Test func supportSeesTheSetsAndWhereAnEventCameFromInTheCommandLineAndTheConsole() async throws {
         try await Self.withTransmitter { f, _, material in
-            for name in ["credential-change", "session-revoked", "email-only"] {
+            for name in ["credential-change", "assurance-level-change", "email-only"] {
                 #expect(try await Self.push(try #require(material.tokens[name]), to: f.server).status == 202)
             }
             let table = try await SupportCommandLineTests.cli(["sets"], f.server)
@@ -296,7 +299,7 @@ import Glibc
             let rows = table.stdout.split(separator: "\n").dropFirst().map(String.init)
             #expect(rows.count == 3, "\(table.stdout)")
             #expect(rows[0].contains("email-only") && rows[0].contains("account-disabled") && rows[0].contains("unmatched"))
-            #expect(rows[1].contains("session-revoked") && rows[1].contains("ignored")
+            #expect(rows[1].contains("assurance-level-change") && rows[1].contains("ignored")
                     && rows[1].contains("an event type EchoRelay does not relay"))
             let eventID = try #require(rows[2].split(separator: " ").last.map(String.init))
             #expect(rows[2].contains("credential-change") && rows[2].contains("event") && eventID.hasPrefix("set:"), "\(rows[2])")

@@ -1,0 +1,230 @@
+import EchoRelayCore
+import EchoRelaySharedSignals
+import EchoRelayStandIns
+import Foundation
+import NIOHTTP1
+import Testing
+import TestSupport
+
+/// Poll delivery (RFC 8936) end to end: a transmitter on loopback (`Tests/Tools/ssf_transmitter.py`,
+/// signing with jwcrypto and serving the SSF 1.0 metadata, JWKS, stream and poll endpoints), a
+/// live server on PostgreSQL that finds it from its issuer alone, and a subscriber that checks
+/// each delivery's signature. What EchoRelay sends is read from the transmitter's request log.
+@Suite struct SharedSignalsPollTests {
+    static let token = "transmitter-token-0123456789abcdef"
+    static let pushToken = "set-push-token-0123456789abcdef"
+
+    /// A receiver of `transmitter`, found from its issuer (no JWKS URL), polling `pollURL`.
+    static func settings(_ transmitter: SSFTransmitter, pollURL: String?, wait: Duration = .seconds(3)) -> SecurityEventReceiverSettings {
+        SecurityEventReceiverSettings(
+            issuer: transmitter.issuer, audience: transmitter.audience, jwksURL: nil, allowHTTP: true,
+            pushToken: Secret(pushToken), transmitterToken: Secret(token),
+            poll: SecurityEventPollSettings(url: pollURL, maxEvents: 3, wait: wait, lockRetryInterval: .milliseconds(200)),
+            keysRefetchInterval: .seconds(30)
+        )
+    }
+
+    static func withPolling(
+        pollURL: (SSFTransmitter) -> String? = { $0.defaultPollURL },
+        _ body: @Sendable (EchoFixture, SSFTransmitter, StandInSubscriber) async throws -> Void
+    ) async throws {
+        let transmitter = try await SSFTransmitter(token: token)
+        try await EchoFixture.run(securityEvents: settings(transmitter, pollURL: pollURL(transmitter))) { f in
+            try await StandInSubscriber().run { subscriber in
+                let subscription = try await f.subscribe(url: subscriber.url())
+                subscriber.setSecrets([try #require(subscription["secret"] as? String)])
+                try await body(f, transmitter, subscriber)
+            }
+        }
+    }
+
+    static func user(_ transmitter: SSFTransmitter, _ id: String) -> [String: any Sendable] {
+        SETSpec.issSub(iss: transmitter.issuer, sub: id)
+    }
+
+    /// Waits until the transmitter has seen `jtis` acknowledged.
+    static func waitForAcks(_ jtis: [String], _ transmitter: SSFTransmitter, within limit: Duration = .seconds(30)) async throws -> [String: Int] {
+        let deadline = ContinuousClock.now + limit
+        while ContinuousClock.now < deadline {
+            let acked = try await transmitter.acked()
+            if jtis.allSatisfy({ acked[$0] != nil }) { return acked }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        throw TestSetupError("the transmitter saw \(try await transmitter.acked().keys.sorted()) acknowledged, not all of \(jtis)")
+    }
+
+    /// The polls EchoRelay sent, oldest first.
+    static func polls(_ transmitter: SSFTransmitter) async throws -> [SSFTransmitter.Received] {
+        try await transmitter.requests().filter { $0.method == "POST" && ($0.path == "/poll" || $0.path.hasPrefix("/ssf/poll/")) }
+    }
+
+    /// SETs for two users, more than one poll's `maxEvents`, reach the subscriber in each user's
+    /// order; each `jti` is acknowledged only in a poll sent after it was recorded, and every
+    /// poll has RFC 8936's shape and the poll token.
+    @Test func setsArriveByPollInPerUserOrderAndAreAcknowledgedAfterTheirCommit() async throws {
+        try await Self.withPolling { f, transmitter, subscriber in
+            let caep = SETSpec.caep, risc = SETSpec.risc
+            let specs: [SETSpec] = [
+                SETSpec(caep + "credential-change", event: ["credential_type": "password", "change_type": "update"], subID: Self.user(transmitter, "u-poll-1"), jti: "p-1"),
+                SETSpec(caep + "credential-change", event: ["credential_type": "password", "change_type": "update"], subID: Self.user(transmitter, "u-poll-2"), jti: "p-2"),
+                SETSpec(caep + "token-claims-change", event: ["claims": ["phone_number": "+15550004444"]], subID: Self.user(transmitter, "u-poll-1"), jti: "p-3"),
+                SETSpec(caep + "session-revoked", event: [:], subID: Self.user(transmitter, "u-poll-1"), jti: "p-4"),
+                SETSpec(risc + "tokens-revoked", event: [:], subID: Self.user(transmitter, "u-poll-2"), jti: "p-5"),
+                SETSpec(risc + "account-enabled", event: [:], subID: Self.user(transmitter, "u-poll-2"), jti: "p-6"),
+            ]
+            let jtis = try await transmitter.enqueue(specs)
+            #expect(jtis == ["p-1", "p-2", "p-3", "p-4", "p-5", "p-6"])
+            let received = try await subscriber.waitForDeliveries(count: 5, within: .seconds(30))
+            let byUser = Dictionary(grouping: received.compactMap(\.object), by: { $0["user_id"]?.stringValue ?? "" })
+            #expect(byUser["u-poll-1"]?.map { $0["type"]?.stringValue } == ["token.rotated", "phone.changed", "account.deactivated"])
+            #expect(byUser["u-poll-1"]?.map { $0["sequence"] } == [.integer(1), .integer(2), .integer(3)])
+            #expect(byUser["u-poll-1"]?[1]["data"]?.objectValue?["phone_number"]?.stringValue == "+15550004444")
+            #expect(byUser["u-poll-1"]?[2]["data"]?.objectValue?["reason"]?.stringValue == "session_revoked")
+            #expect(byUser["u-poll-2"]?.map { $0["type"]?.stringValue } == ["token.rotated", "account.deactivated"])
+            #expect(byUser["u-poll-2"]?[1]["data"]?.objectValue?["reason"]?.stringValue == "tokens_revoked")
+
+            let acked = try await Self.waitForAcks(jtis, transmitter)
+            #expect(jtis.allSatisfy { acked[$0] == 1 }, "each SET acknowledged once: \(acked)")
+            #expect(try await transmitter.errors().isEmpty)
+            let polls = try await Self.polls(transmitter)
+            for poll in polls {
+                #expect(poll.headers["authorization"] == "Bearer \(Self.token)")
+                #expect(poll.headers["content-type"] == "application/json")
+                let json = try #require(poll.json)
+                #expect(json["maxEvents"] as? Int == 3 || json["maxEvents"] as? Int == 0, "\(json)")
+                #expect(json["returnImmediately"] as? Bool != nil)
+                #expect(json["ack"] is [String])
+            }
+            // No jti is acknowledged in the poll whose answer carried it: only in a later one.
+            let acks = polls.map { Set(($0.json?["ack"] as? [String]) ?? []) }
+            #expect(acks.first?.isEmpty == true, "the first poll acknowledges nothing")
+            let recorded = try await SharedSignalsTests.recorded(f.server)
+            #expect(Set(recorded.compactMap { $0["jti"] as? String }) == Set(jtis))
+            let noted = recorded.first { $0["jti"] as? String == "p-6" }
+            #expect(noted?["disposition"] as? String == "noted")
+            #expect((noted?["note"] as? String)?.contains("enabled again") == true)
+
+            // Support sees why the sessions ended.
+            let timeline = try await f.server.http.get("/v1/users/u-poll-1/events", bearer: LiveServer.adminToken)
+            let reasons = (timeline.json?["events"] as? [[String: Any]])?.map { $0["session_reason"] as? String }
+            #expect(reasons == ["session_revoked", nil, nil], "\(timeline.text)")
+        }
+    }
+
+    /// A polled SET that fails a check goes back in `setErrs` with its RFC 8935 code, is never
+    /// acknowledged, delivers nothing, and is recorded refused; a `sub` or an `exp` claim is
+    /// refused as SSF 1.0 requires.
+    @Test func aSetThatFailsACheckIsReportedInSetErrsAndRecordedRefused() async throws {
+        try await Self.withPolling { f, transmitter, subscriber in
+            let caep = SETSpec.caep
+            let change: [String: any Sendable] = ["credential_type": "password", "change_type": "update"]
+            let good = SETSpec(caep + "credential-change", event: change, subID: Self.user(transmitter, "u-bad"), jti: "good")
+            var withSub = good, withExp = good, otherIssuer = good, wrongKey = good
+            withSub.jti = "with-sub"
+            withSub.claims = ["sub": "u-bad"]
+            withExp.jti = "with-exp"
+            withExp.claims = ["exp": Int(Date().timeIntervalSince1970) + 600]
+            otherIssuer.jti = "other-issuer"
+            otherIssuer.claims = ["iss": "https://evil.example/"]
+            wrongKey.jti = "other-jti-key"
+            wrongKey.claims = ["jti": "not-the-key"]
+            let garbage = SETSpec.raw("not.a-set", jti: "garbage")
+            let jtis = try await transmitter.enqueue([withSub, withExp, otherIssuer, wrongKey, garbage, good])
+            _ = try await Self.waitForAcks(["good"], transmitter)
+            let deadline = ContinuousClock.now + .seconds(15)
+            var errors = try await transmitter.errors()
+            while errors.count < 5, ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(50))
+                errors = try await transmitter.errors()
+            }
+            #expect(errors["with-sub"]?.err == "invalid_request")
+            #expect(errors["with-sub"]?.description.contains("sub") == true)
+            #expect(errors["with-exp"]?.err == "invalid_request")
+            #expect(errors["with-exp"]?.description.contains("exp") == true)
+            #expect(errors["other-issuer"]?.err == "invalid_issuer")
+            #expect(errors["other-jti-key"]?.err == "invalid_request")
+            #expect(errors["garbage"]?.err == "invalid_request")
+            let acked = try await transmitter.acked()
+            #expect(Set(acked.keys) == ["good"], "only the good SET is acknowledged: \(acked)")
+
+            let refused = try await f.server.http.get("/v1/sets?disposition=refused&limit=100", bearer: LiveServer.adminToken)
+            let records = try #require(refused.json?["security_events"] as? [[String: Any]])
+            #expect(Set(records.compactMap { $0["jti"] as? String }) == Set(jtis.filter { $0 != "good" }))
+            #expect(records.allSatisfy { ($0["note"] as? String)?.hasPrefix("invalid_") == true })
+            _ = try await subscriber.waitForDeliveries(count: 1, within: .seconds(30))
+            try await Task.sleep(for: .milliseconds(300))
+            #expect(subscriber.deliveries.count == 1, "only the good SET was delivered")
+        }
+    }
+
+    /// The transmitter rotates its key: it publishes the new one, then signs with it a second
+    /// (and a moment) after EchoRelay last fetched the keys. Over poll the SET is accepted,
+    /// perhaps after coming back once; over push it is accepted, or answered 503 with
+    /// Retry-After and accepted when sent again. Never refused.
+    @Test func aKeyPublishedJustAfterTheLastFetchLosesNoSetOverPollOrPush() async throws {
+        try await Self.withPolling { f, transmitter, subscriber in
+            let change: [String: any Sendable] = ["credential_type": "password", "change_type": "update"]
+            let first = SETSpec(SETSpec.caep + "credential-change", event: change, subID: Self.user(transmitter, "u-rot"), jti: "before-rotation")
+            _ = try await transmitter.enqueue([first])
+            _ = try await Self.waitForAcks(["before-rotation"], transmitter)
+            let fetches = try await transmitter.jwksFetches()
+
+            // Over poll: published one second after the last fetch, signed with at once.
+            try await Task.sleep(for: .seconds(1))
+            try await transmitter.addKey(kid: "rsa-2", publish: true, signing: true)
+            var polled = first
+            polled.jti = "after-rotation-poll"
+            _ = try await transmitter.enqueue([polled])
+            _ = try await Self.waitForAcks(["after-rotation-poll"], transmitter)
+            #expect(try await transmitter.jwksFetches() > fetches, "the unknown kid fetched the keys")
+
+            // Over push: published a moment after the last fetch, within the floor between fetches.
+            try await transmitter.addKey(kid: "rsa-3", publish: true, signing: true)
+            var pushed = first
+            pushed.jti = "after-rotation-push"
+            let token = try #require(try await transmitter.sign([pushed]).first)
+            var answers: [Int] = []
+            for _ in 0 ..< 10 {
+                let response = try await SharedSignalsTests.push(token, to: f.server, bearer: Self.pushToken)
+                answers.append(response.status)
+                if response.status == 202 { break }
+                #expect(response.status == 503, "\(response.text)")
+                let retryAfter = try #require(response.headers["Retry-After"].first.flatMap(Int.init))
+                #expect((1 ... 2).contains(retryAfter))
+                try await Task.sleep(for: .seconds(retryAfter))
+            }
+            #expect(answers.last == 202, "answers: \(answers)")
+            #expect(!answers.contains(400), "a SET signed with a published key was refused")
+            #expect(try await transmitter.errors().isEmpty, "nothing went back in setErrs")
+            let received = try await subscriber.waitForDeliveries(count: 3, within: .seconds(30))
+            #expect(received.compactMap { $0.object?["sequence"] } == [.integer(1), .integer(2), .integer(3)])
+        }
+    }
+
+    /// A poll that fails (the transmitter answers 503, or drops the connection) is tried again,
+    /// the SETs it would have carried are not lost, and the errors are counted.
+    @Test func pollErrorsBackOffAndNothingIsLost() async throws {
+        try await Self.withPolling { f, transmitter, subscriber in
+            try await transmitter.outage(3, status: 503)
+            let change: [String: any Sendable] = ["credential_type": "password", "change_type": "update"]
+            let jtis = try await transmitter.enqueue((1 ... 4).map { index in
+                SETSpec(SETSpec.caep + "credential-change", event: change, subID: Self.user(transmitter, "u-outage"), jti: "outage-\(index)")
+            })
+            _ = try await Self.waitForAcks(jtis, transmitter, within: .seconds(60))
+            let received = try await subscriber.waitForDeliveries(count: 4, within: .seconds(30))
+            #expect(received.compactMap { $0.object?["sequence"] } == [.integer(1), .integer(2), .integer(3), .integer(4)])
+            // The transmitter takes the acknowledgements as a poll arrives; EchoRelay counts them
+            // when that (long) poll is answered.
+            var metrics = try await f.server.http.get("/metrics").text
+            let deadline = ContinuousClock.now + .seconds(10)
+            while !metrics.contains("echorelay_set_poll_acknowledged_total 4"), ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(100))
+                metrics = try await f.server.http.get("/metrics").text
+            }
+            #expect(metrics.contains("echorelay_set_poll_errors_total{kind=\"status\"} 3"), "\(metrics)")
+            #expect(metrics.contains("echorelay_set_polled_total 4"))
+            #expect(metrics.contains("echorelay_set_poll_acknowledged_total 4"))
+            #expect(metrics.contains("echorelay_set_poll_last_success_age_seconds"))
+        }
+    }
+}
