@@ -228,3 +228,102 @@ import TestSupport
         }
     }
 }
+
+/// The stream managed from EchoRelay (SSF 1.0 §8.1): registered for poll and for push with
+/// `echorelay sets stream create`, verified over each with `… verify`, its status read and set,
+/// against the transmitter on loopback, which records what it was sent.
+@Suite struct SharedSignalsStreamTests {
+    typealias Poll = SharedSignalsPollTests
+
+    static func cli(_ arguments: [String], _ f: EchoFixture) async throws -> SupportCommandLineTests.Result {
+        try await SupportCommandLineTests.cli(["sets", "stream"] + arguments, f.server)
+    }
+
+    @Test func aStreamIsRegisteredForPollAndForPushAndVerifiedOverEach() async throws {
+        try await Poll.withPolling(pollURL: { _ in nil }) { f, transmitter, subscriber in
+            // Poll: the transmitter's endpoint is kept, and polled with no other setting.
+            let created = try await Self.cli(["create", "--delivery", "poll"], f)
+            #expect(created.status == 0, "\(created.stderr)")
+            #expect(created.stdout.contains("registered for poll delivery"), "\(created.stdout)")
+            let registrations = try await transmitter.requests().filter { $0.method == "POST" && $0.path == "/ssf/streams" }
+            let registration = try #require(registrations.first)
+            #expect(registration.headers["authorization"] == "Bearer \(Poll.token)")
+            let body = try #require(registration.json)
+            #expect((body["delivery"] as? [String: Any])?["method"] as? String == "urn:ietf:rfc:8936")
+            #expect(body["events_requested"] as? [String] == SecurityEventMapping.eventsRequested)
+            let stream = try #require(try await f.server.http.get("/v1/sets/stream", bearer: LiveServer.adminToken).json)
+            let streamID = try #require(stream["stream_id"] as? String)
+            #expect(stream["delivery"] as? String == "poll")
+            #expect(stream["endpoint_url"] as? String == transmitter.pollURL(stream: streamID))
+            #expect(stream["status"] as? String == "enabled")
+
+            let verified = try await Self.cli(["verify"], f)
+            #expect(verified.status == 0, "\(verified.stderr)")
+            #expect(verified.stdout.contains("verified: the verification event arrived with the same state after"), "\(verified.stdout)")
+            #expect(try await Poll.polls(transmitter).contains { $0.path == "/ssf/poll/\(streamID)" }, "the verification came by poll")
+            _ = try await transmitter.enqueue([SETSpec.credentialChange(iss: transmitter.issuer, sub: "u-stream", jti: "by-stream")],
+                                              queue: streamID)
+            let delivered = try await subscriber.waitForDeliveries(count: 1, within: .seconds(30))
+            #expect(delivered.first?.object?["user_id"]?.stringValue == "u-stream")
+
+            // Push: the transmitter is given this relay's /v1/sets and the push token.
+            let pushURL = f.server.http.baseURL + "/v1/sets"
+            let pushed = try await Self.cli(["create", "--delivery", "push"], f)
+            #expect(pushed.status == 0, "\(pushed.stderr)")
+            let streams = try await transmitter.streams()
+            let pushStream = try #require(streams.first { ($0["delivery"] as? [String: Any])?["method"] as? String == "urn:ietf:rfc:8935" })
+            #expect((pushStream["delivery"] as? [String: Any])?["endpoint_url"] as? String == pushURL)
+            #expect(pushStream["authorization_header"] as? String == "Bearer \(Poll.pushToken)")
+            let overPush = try await Self.cli(["verify"], f)
+            #expect(overPush.status == 0, "\(overPush.stderr)")
+            #expect(try await transmitter.pushes().contains { $0.status == 202 && $0.url == pushURL }, "the verification came by push")
+
+            // A wrong or a missing state is a failure, and says so.
+            try await transmitter.nextVerification(state: .wrong)
+            let wrong = try await Self.cli(["verify", "--timeout", "10"], f)
+            #expect(wrong.status == 1 && wrong.stderr.contains("arrived with another state"), "\(wrong.stderr)")
+            try await transmitter.nextVerification(state: .missing)
+            let missing = try await Self.cli(["verify", "--timeout", "10"], f)
+            #expect(missing.status == 1 && missing.stderr.contains("arrived without a state"), "\(missing.stderr)")
+            let shown = try #require(try await f.server.http.get("/v1/sets/stream", bearer: LiveServer.adminToken).json)
+            #expect((shown["verification"] as? [String: Any])?["outcome"] as? String == "missing_state")
+
+            // Status: read, set, kept, shown and counted.
+            let status = try await Self.cli(["status"], f)
+            #expect(status.status == 0 && status.stdout.contains("is enabled"), "\(status.stdout) \(status.stderr)")
+            let paused = try await Self.cli(["status", "--set", "paused", "--reason", "maintenance"], f)
+            #expect(paused.status == 0 && paused.stdout.contains("is paused: maintenance"), "\(paused.stdout) \(paused.stderr)")
+            #expect(try await transmitter.streams().contains { $0["status"] as? String == "paused" })
+            let show = try await Self.cli(["show"], f)
+            #expect(show.stdout.contains("paused (maintenance)") && show.stdout.contains("missing_state"), "\(show.stdout)")
+            let updated = try await Self.cli(["update", "--description", "EchoRelay staging"], f)
+            #expect(updated.status == 0, "\(updated.stderr)")
+            #expect(try await transmitter.requests().contains { $0.method == "PATCH" && $0.json?["description"] as? String == "EchoRelay staging" })
+            let metrics = try await f.server.http.get("/metrics").text
+            #expect(metrics.contains("echorelay_set_stream_status{status=\"paused\"} 1"), "\(metrics)")
+        }
+    }
+
+    /// Each failure says what to do: no stream yet, a bad request, a token the transmitter refuses.
+    @Test func streamErrorsNameTheCauseAndTheFix() async throws {
+        let transmitter = try await SSFTransmitter(token: Poll.token)
+        var settings = Poll.settings(transmitter, pollURL: nil)
+        settings.transmitterToken = Secret("not-the-transmitter-token")
+        try await EchoFixture.run(securityEvents: settings) { f in
+            let none = try await SharedSignalsStreamTests.cli(["show"], f)
+            #expect(none.status == 1 && none.stderr.contains("echorelay sets stream create"), "\(none.stderr)")
+            let refused = try await SharedSignalsStreamTests.cli(["create", "--delivery", "poll"], f)
+            #expect(refused.status == 1 && refused.stderr.contains("does not accept ECHORELAY_SET_TRANSMITTER_TOKEN"), "\(refused.stderr)")
+            #expect(!refused.stderr.contains("not-the-transmitter-token"))
+            let usage = try await SharedSignalsStreamTests.cli(["create", "--delivery", "carrier-pigeon"], f)
+            #expect(usage.status == 64 && usage.stderr.contains("--delivery must be push or poll"), "\(usage.stderr)")
+            let api = try await f.server.http.send(.POST, "/v1/sets/stream", headers: [
+                ("Authorization", "Bearer \(LiveServer.adminToken)"), ("Content-Type", "application/json"),
+            ], body: Array(#"{"delivery": "push"}"#.utf8))
+            #expect(api.status == 422)
+            #expect((api.json?["errors"] as? [[String: Any]])?.first?["field"] as? String == "endpoint_url", "\(api.text)")
+            let support = try await f.server.http.get("/v1/sets/stream", bearer: "not-a-token")
+            #expect(support.status == 401)
+        }
+    }
+}
