@@ -201,6 +201,45 @@ import TestSupport
         }
     }
 
+    /// On the embedded store too: `serve --demo` finds the transmitter from its issuer, polls it,
+    /// delivers in order and acknowledges what it recorded.
+    @Test func onTheEmbeddedStoreSetsArriveByPollInOrderAndAreAcknowledged() async throws {
+        let transmitter = try await SSFTransmitter(token: Self.token)
+        try await EmbeddedServeTests.withFolder { folder in
+            try await StandInSubscriber().run { subscriber in
+                let port = try freeLoopbackPort()
+                let http = HTTPTestClient(port: port)
+                let serve = try ChildProcess(["serve", "--demo", "--port", String(port)], environment: [
+                    "ECHORELAY_ADMIN_TOKEN": LiveServer.adminToken, "ECHORELAY_SET_ISSUER": transmitter.issuer,
+                    "ECHORELAY_SET_AUDIENCE": transmitter.audience, "ECHORELAY_SET_ALLOW_HTTP": "1",
+                    "ECHORELAY_SET_POLL_URL": transmitter.defaultPollURL, "ECHORELAY_SET_TRANSMITTER_TOKEN": Self.token,
+                    "ECHORELAY_SET_POLL_WAIT": "5s", "ECHORELAY_LOG_LEVEL": "notice",
+                ], workingDirectory: folder)
+                defer { serve.signal(SIGKILL) }
+                try await serve.waitUntilAnswering(http)
+                let created = try await http.send(
+                    .POST, "/v1/subscriptions",
+                    headers: [("Authorization", "Bearer \(LiveServer.adminToken)"), ("Content-Type", "application/json")],
+                    body: Array(#"{"url": "\#(subscriber.url())", "event_types": ["token.rotated", "account.deactivated"]}"#.utf8)
+                )
+                subscriber.setSecrets([try #require(created.json?["secret"] as? String, "\(created.text)")])
+                let jtis = try await transmitter.enqueue([
+                    SETSpec.credentialChange(iss: transmitter.issuer, sub: "u-embedded", jti: "e-1"),
+                    SETSpec(SETSpec.caep + "session-revoked", subID: Self.user(transmitter, "u-embedded"), jti: "e-2"),
+                    SETSpec.credentialChange(iss: transmitter.issuer, sub: "u-embedded", jti: "e-3"),
+                ])
+                let received = try await subscriber.waitForDeliveries(count: 3, within: .seconds(30))
+                #expect(received.allSatisfy { $0.signatureValid })
+                #expect(received.compactMap { $0.object?["type"]?.stringValue } == ["token.rotated", "account.deactivated", "token.rotated"])
+                #expect(received.compactMap { $0.object?["sequence"] } == [.integer(1), .integer(2), .integer(3)])
+                let acked = try await Self.waitForAcks(jtis, transmitter)
+                #expect(jtis.allSatisfy { acked[$0] == 1 })
+                #expect(try await Self.polls(transmitter).allSatisfy { $0.headers["authorization"] == "Bearer \(Self.token)" },
+                        "the poll token defaults to the transmitter token")
+            }
+        }
+    }
+
     /// A poll that fails (the transmitter answers 503, or drops the connection) is tried again,
     /// the SETs it would have carried are not lost, and the errors are counted.
     @Test func pollErrorsBackOffAndNothingIsLost() async throws {
