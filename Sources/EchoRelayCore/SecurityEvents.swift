@@ -21,6 +21,15 @@ public struct ReceivedSecurityEvent: Sendable, Equatable {
     /// SHA-256 of the compact JWS as pushed.
     public var fingerprint: [UInt8]
     public var disposition: Disposition
+    /// A user's verified email as the transmitter now gives it (a RISC identifier change to an
+    /// email address): kept so that SETs whose subject is only that email name the user.
+    public var verifiedEmail: (userID: String, email: String)?
+
+    public static func == (lhs: Self, rhs: Self) -> Bool {
+        lhs.issuer == rhs.issuer && lhs.jti == rhs.jti && lhs.eventType == rhs.eventType && lhs.issuedAt == rhs.issuedAt
+            && lhs.subject == rhs.subject && lhs.fingerprint == rhs.fingerprint && lhs.disposition == rhs.disposition
+            && lhs.verifiedEmail?.userID == rhs.verifiedEmail?.userID && lhs.verifiedEmail?.email == rhs.verifiedEmail?.email
+    }
 
     /// What the SET is to EchoRelay.
     public enum Disposition: Sendable, Equatable {
@@ -47,7 +56,8 @@ public struct ReceivedSecurityEvent: Sendable, Equatable {
     }
 
     public init(issuer: String, jti: String, eventType: String, issuedAt: Date, subject: String?, fingerprint: [UInt8],
-                disposition: Disposition) {
+                disposition: Disposition, verifiedEmail: (userID: String, email: String)? = nil) {
+        self.verifiedEmail = verifiedEmail
         self.issuer = issuer
         self.jti = jti
         self.eventType = eventType

@@ -24,6 +24,11 @@ extension PostgresEventStore: SecurityEventStore {
                 RETURNING number
                 """, logger: logger).decode(Int64.self).gathered()
             guard !recorded.isEmpty else { return SecurityEventReceipt.duplicate }
+            if let verified = received.verifiedEmail {
+                try await connection.query(
+                    "UPDATE users SET email = \(verified.email) WHERE user_id = \(verified.userID)", logger: logger
+                )
+            }
             guard case .update(let type, .user(let userID), let phone, let occurredAt, let reason) = disposition else {
                 return .recorded(kind, event: nil)
             }

@@ -14,6 +14,9 @@ extension SQLiteEventStore {
                 try await db.rows("SELECT user_id FROM users WHERE \(column) = ?1 LIMIT 2", [value]).map { try $0.string(0) }
             }
             let (kind, note, state) = disposition.columns
+            if let verified = received.verifiedEmail {
+                try await db.run("UPDATE users SET email = ?1 WHERE user_id = ?2", [verified.email, verified.userID])
+            }
             var event: IngestReceipt?
             if case .update(let type, .user(let userID), let phone, let occurredAt, let reason) = disposition {
                 // As ingest does for a pushed event: the user's next sequence, the event (no

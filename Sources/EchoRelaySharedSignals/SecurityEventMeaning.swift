@@ -11,6 +11,8 @@ public enum SecurityEventMeaning: Sendable, Equatable {
     case verification(state: String?)
     /// Recorded and shown to support, not delivered: what it says.
     case noted(String)
+    /// The user's verified email is now `email` (RISC identifier-changed): kept, not delivered.
+    case emailChange(subject: SecurityEventSubject, email: String)
     /// Accepted and recorded, not delivered: why.
     case ignored(String)
 
@@ -61,6 +63,11 @@ public enum SecurityEventMeaning: Sendable, Equatable {
     ) -> Self {
         let newValue = claims["new-value"]?.stringValue
         let oldIsPhone = claims["subject"]?.objectValue?["format"]?.stringValue == "phone_number"
+        // An email change of a user the SET's sub_id names: that user's verified email.
+        if let newValue, !oldIsPhone, newValue.contains("@"), let named = event.subject.map({ SecurityEventSubject($0, issuer: issuer) }),
+           case .user = named {
+            return .emailChange(subject: named, email: SecurityEventSubject.normalized(email: newValue))
+        }
         guard let newValue, oldIsPhone || EventFieldRules.phoneNumberProblem(newValue) == nil else {
             return .ignored("an identifier change that is not a phone number's")
         }

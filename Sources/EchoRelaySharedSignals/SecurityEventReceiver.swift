@@ -112,6 +112,7 @@ public struct SecurityEventReceiver: Sendable {
         let claims = event.event.objectValue ?? [:]
         let subject = event.subject ?? claims["subject"]
         let disposition: ReceivedSecurityEvent.Disposition
+        var verifiedEmail: (userID: String, email: String)?
         switch SecurityEventMeaning(event, issuer: issuer) {
         case .update(let type, let who, let phoneNumber, let reason):
             // CAEP events say when the change happened (`event_timestamp`); others are taken as of `iat`.
@@ -130,12 +131,17 @@ public struct SecurityEventReceiver: Sendable {
             }
         case .verification(let state): disposition = .verification(state: state)
         case .noted(let what): disposition = .noted(what)
+        case .emailChange(.user(let id), let email):
+            disposition = .noted("the user's verified email changed; SETs whose subject is that email name this user")
+            verifiedEmail = (id, email)
+        case .emailChange:
+            disposition = .unmatched("an email change whose subject names no user")
         case .ignored(let why): disposition = .ignored(why)
         }
         return ReceivedSecurityEvent(
             issuer: event.issuer, jti: event.jti, eventType: event.eventType, issuedAt: event.issuedAt,
             subject: subject.map { String(decoding: $0.canonicalEncoding(), as: UTF8.self) },
-            fingerprint: fingerprint(token), disposition: disposition
+            fingerprint: fingerprint(token), disposition: disposition, verifiedEmail: verifiedEmail
         )
     }
 

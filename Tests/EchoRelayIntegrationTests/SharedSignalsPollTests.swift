@@ -157,6 +157,30 @@ import TestSupport
         }
     }
 
+    /// An `email` subject names the user whose verified email EchoRelay knows, from the
+    /// transmitter's own RISC identifier change; an email it knows for nobody is unmatched.
+    @Test func anEmailSubjectNamesTheUserWhoseVerifiedEmailItIs() async throws {
+        try await Self.withPolling { f, transmitter, subscriber in
+            _ = try await transmitter.enqueue([SETSpec.credentialChange(iss: transmitter.issuer, sub: "u-mail", jti: "m-1")])
+            _ = try await subscriber.waitForDeliveries(count: 1, within: .seconds(30))
+            let jtis = try await transmitter.enqueue([
+                SETSpec(SETSpec.risc + "identifier-changed", event: ["subject": SETSpec.email("jane@old.example"), "new-value": "Jane@Example.com"],
+                        subID: Self.user(transmitter, "u-mail"), jti: "m-2"),
+                SETSpec(SETSpec.risc + "account-disabled", subID: SETSpec.email("jane@example.com"), jti: "m-3"),
+                SETSpec(SETSpec.risc + "account-disabled", subID: SETSpec.email("nobody@example.com"), jti: "m-4"),
+            ])
+            _ = try await Self.waitForAcks(jtis, transmitter)
+            let received = try await subscriber.waitForDeliveries(count: 2, within: .seconds(30))
+            #expect(received.last?.object?["type"]?.stringValue == "account.deactivated")
+            #expect(received.last?.object?["user_id"]?.stringValue == "u-mail")
+            let recorded = Dictionary(uniqueKeysWithValues: try await SharedSignalsTests.recorded(f.server).map { ($0["jti"] as? String ?? "", $0) })
+            #expect(recorded["m-2"]?["disposition"] as? String == "noted")
+            #expect(recorded["m-3"]?["disposition"] as? String == "event")
+            #expect(recorded["m-4"]?["disposition"] as? String == "unmatched")
+            #expect(recorded["m-4"]?["note"] as? String == "no user has this verified email")
+        }
+    }
+
     /// The transmitter rotates its key: it publishes the new one, then signs with it a second
     /// (and a moment) after EchoRelay last fetched the keys. Over poll the SET is accepted,
     /// perhaps after coming back once; over push it is accepted, or answered 503 with
