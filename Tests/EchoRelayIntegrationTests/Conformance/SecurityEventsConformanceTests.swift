@@ -112,4 +112,59 @@ import Testing
             #expect(try await store.claimVerifications(owner: "w", limit: 10, lease: .seconds(60)).map(\.userID) == ["u-9"])
         }
     }
+
+    /// A polled SET that failed a check is recorded refused once, and a copy that passes later
+    /// takes its place; a refusal never replaces a SET recorded as accepted.
+    @Test(arguments: StoreKind.all)
+    func aRefusedSetIsRecordedOnceAndAPassingCopyTakesItsPlace(kind: StoreKind) async throws {
+        try await StoreHarness.withStore(kind) { store in
+            let refused = RefusedSecurityEvent(issuer: Self.issuer, jti: "jti-r", fingerprint: Array(repeating: 7, count: 32),
+                                               err: "invalid_key", description: "the signature does not verify")
+            try await store.recordRefusedSecurityEvent(refused)
+            try await store.recordRefusedSecurityEvent(refused)
+            let listed = try await store.securityEvents(disposition: .refused, before: nil, limit: 10)
+            #expect(listed.map(\.jti) == ["jti-r"])
+            #expect(listed.first?.note == "invalid_key: the signature does not verify")
+            #expect(listed.first?.eventType == "")
+
+            let passing = Self.received("jti-r", .update(.accountDeactivated, user: .user("u-r"), phoneNumber: nil, occurredAt: Self.occurred,
+                                                         reason: "session_revoked"))
+            let receipt = try await store.receiveSecurityEvent(passing)
+            #expect(receipt == .recorded(.event, event: IngestReceipt(id: passing.eventID, sequence: 1, isDuplicate: false)))
+            #expect(try await store.securityEvents(disposition: .refused, before: nil, limit: 10).isEmpty)
+            #expect(try await store.event(id: passing.eventID)?.sessionReason == "session_revoked")
+            try await store.recordRefusedSecurityEvent(refused)
+            #expect(try await store.securityEvents(disposition: nil, before: nil, limit: 10).map(\.disposition) == [.event])
+        }
+    }
+
+    /// The registered stream is kept whole, replaced and forgotten; `verify` finds the newest
+    /// verification event recorded after a point.
+    @Test(arguments: StoreKind.all)
+    func theStreamIsKeptAndVerificationEventsAreFoundAfterAPoint(kind: StoreKind) async throws {
+        try await StoreHarness.withStore(kind) { store in
+            #expect(try await store.securityEventStream() == nil)
+            let created = Date(timeIntervalSince1970: 1_800_000_000)
+            var stream = SecurityEventStream(streamID: "s-1", delivery: .poll, endpointURL: "https://t.example/poll/s-1",
+                                             configuration: #"{"stream_id":"s-1"}"#, status: .enabled, createdAt: created, updatedAt: created)
+            try await store.saveSecurityEventStream(stream)
+            stream.status = .paused
+            stream.statusReason = "maintenance"
+            stream.verification = .init(state: "abc", requestedAt: created, outcome: .passed, elapsed: .milliseconds(42))
+            try await store.saveSecurityEventStream(stream)
+            let kept = try #require(try await store.securityEventStream())
+            #expect(kept.streamID == "s-1" && kept.delivery == .poll && kept.status == .paused && kept.statusReason == "maintenance")
+            #expect(kept.verification == stream.verification)
+            #expect(kept.createdAt == created)
+
+            #expect(try await store.newestSecurityEventNumber() == nil)
+            _ = try await store.receiveSecurityEvent(Self.received("v-1", .verification(state: "old")))
+            let before = try await store.newestSecurityEventNumber()
+            #expect(try await store.verificationEvent(after: before) == nil)
+            _ = try await store.receiveSecurityEvent(Self.received("v-2", .verification(state: "abc")))
+            #expect(try await store.verificationEvent(after: before)?.state == "abc")
+            try await store.deleteSecurityEventStream()
+            #expect(try await store.securityEventStream() == nil)
+        }
+    }
 }
