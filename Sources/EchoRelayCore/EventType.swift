@@ -64,6 +64,7 @@ extension EventType {
             name: "account.deactivated",
             summary: "the user's account was closed",
             evidence: .sessionEnded,
+            deliversSessionReason: true,
             userStateAfter: .deactivated
         ),
     ]
@@ -108,6 +109,9 @@ public struct EventTypeDescriptor: Sendable {
     /// Whether a delivery's `data` carries `phone_number` (as the provider answered it) and
     /// `previous_phone_number`; otherwise a delivery's `data` is `{}`.
     public let deliversPhoneNumber: Bool
+    /// Whether a delivery's `data` carries `reason`, why the session ended, when a Shared
+    /// Signals event said so (`session_revoked`, `tokens_revoked`).
+    public let deliversSessionReason: Bool
     /// The user's state once an event of the type is verified (`GET /v1/users/{user_id}`).
     public let userStateAfter: UserState.State
     /// Whether the token it confirms replaces the user's earlier ones: their death no longer
@@ -116,8 +120,10 @@ public struct EventTypeDescriptor: Sendable {
 
     public init(
         name: String, summary: String, phoneNumber: Presence = .optional, evidence: Evidence,
-        deliversPhoneNumber: Bool = false, userStateAfter: UserState.State = .active, replacesToken: Bool = false
+        deliversPhoneNumber: Bool = false, deliversSessionReason: Bool = false, userStateAfter: UserState.State = .active,
+        replacesToken: Bool = false
     ) {
+        self.deliversSessionReason = deliversSessionReason
         self.replacesToken = replacesToken
         self.name = name
         self.summary = summary

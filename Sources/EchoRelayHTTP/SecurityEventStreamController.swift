@@ -177,6 +177,10 @@ struct SecurityEventStreamController<Context: RequestContext>: Sendable {
             return try await call()
         } catch .configuration(let text) {
             throw Problem(.conflict, slug: "not-configured", title: "Not configured", detail: text)
+        } catch .notFound(let text) {
+            throw Problem.notFound(text)
+        } catch .rejected(let text) {
+            throw Problem(.unprocessableContent, slug: "transmitter-refused", title: "The transmitter refused the request", detail: text)
         } catch {
             throw Self.transmitterFailed(error.description)
         }

@@ -147,6 +147,12 @@ public actor TransmitterClient {
             if status == .unauthorized || status == .forbidden {
                 throw .refused("\(what) answered \(status.code): the transmitter does not accept ECHORELAY_SET_TRANSMITTER_TOKEN")
             }
+            if status == .notFound, authorized {
+                throw .notFound("\(what) (\(method.rawValue) \(url)) answered 404: the transmitter does not know this stream")
+            }
+            if (400 ..< 500).contains(Int(status.code)), authorized {
+                throw .rejected("the transmitter refused the request: \(what) answered \(status.code)" + (detail.map { ": " + $0 } ?? ""))
+            }
             throw .answer("\(what) (\(method.rawValue) \(url)) answered \(status.code)" + (detail.map { ": " + $0 } ?? ""))
         }
         guard !bytes.isEmpty else { return nil }
@@ -182,13 +188,18 @@ public enum TransmitterError: Error, Sendable, Equatable, CustomStringConvertibl
     case unsupported(String)
     /// The transmitter refused the transmitter token.
     case refused(String)
+    /// The transmitter does not know the stream.
+    case notFound(String)
+    /// The transmitter refused what it was asked (a 4xx other than those).
+    case rejected(String)
     case unreachable(String)
     /// The transmitter answered, but not as SSF says.
     case answer(String)
 
     public var description: String {
         switch self {
-        case .configuration(let text), .unsupported(let text), .refused(let text), .unreachable(let text), .answer(let text): text
+        case .configuration(let text), .unsupported(let text), .refused(let text), .notFound(let text), .rejected(let text),
+             .unreachable(let text), .answer(let text): text
         }
     }
 }

@@ -46,7 +46,7 @@ enum Setting {
         let given = (required + optional).filter { $0.1 != nil }.map(\.0) + (allowHTTP ? [S.setAllowHTTP.variable] : [])
         guard let first = given.first else { return nil }
         if let missing = required.first(where: { $0.1 == nil }) {
-            throw ConfigurationError(setting: missing.0, reason: "is required with \(first): receiving Shared Signals needs ECHORELAY_SET_ISSUER and ECHORELAY_SET_AUDIENCE together")
+            throw ConfigurationError(setting: missing.0, reason: "is required to receive Shared Signals (\(first) is set): set ECHORELAY_SET_ISSUER and ECHORELAY_SET_AUDIENCE together; the transmitter's metadata gives the JWKS URL unless ECHORELAY_SET_JWKS_URL is set")
         }
         let poll = SecurityEventPollSettings(
             url: optional[3].1, token: optional[4].1.map(Secret.init),

@@ -131,7 +131,7 @@ import Glibc
     /// never quoting the push token.
     @Test(arguments: [
         (["ECHORELAY_SET_ISSUER": "https://idp.example/"],
-         "ECHORELAY_SET_AUDIENCE: is required to receive Shared Signals: set ECHORELAY_SET_ISSUER, ECHORELAY_SET_AUDIENCE and ECHORELAY_SET_JWKS_URL together"),
+         "ECHORELAY_SET_AUDIENCE: is required to receive Shared Signals (ECHORELAY_SET_ISSUER is set): set ECHORELAY_SET_ISSUER and ECHORELAY_SET_AUDIENCE together"),
         (["ECHORELAY_SET_PUSH_TOKEN": "a-push-token-of-enough-length"], "ECHORELAY_SET_ISSUER: is required to receive Shared Signals"),
         (["ECHORELAY_SET_ISSUER": "https://idp.example/", "ECHORELAY_SET_AUDIENCE": "echorelay",
           "ECHORELAY_SET_JWKS_URL": "http://idp.example/jwks.json"],

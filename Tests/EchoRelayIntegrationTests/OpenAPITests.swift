@@ -74,7 +74,8 @@ import TestSupport
                 "one webhook per type, and the test delivery's")
         #expect(described.webhooks["echorelay.test"] == .init(type: "echorelay.test", data: []))
         for type in EventType.allCases {
-            let data = type.descriptor.deliversPhoneNumber ? ["phone_number", "previous_phone_number"] : []
+            let data = (type.descriptor.deliversPhoneNumber ? ["phone_number", "previous_phone_number"] : [])
+                + (type.descriptor.deliversSessionReason ? ["reason"] : [])
             #expect(described.webhooks[type.rawValue] == .init(type: type.rawValue, data: data), "the \(type) webhook")
         }
         #expect(described.data_required == EventType.allCases.filter { $0.descriptor.phoneNumber == .required }.map(\.rawValue))
@@ -127,6 +128,7 @@ import TestSupport
             verification_state: nil, event_id: "evt_1")
         let problem = API.Problem(type: "urn:echorelay:problem:invalid-request", title: "Invalid request", status: 422,
                                   detail: "id: is required", errors: [.init(field: "id", reason: "is required")])
+        let verification = API.StreamVerification(state: "abc", requested_at: "2026-01-31T12:00:00Z", outcome: "passed", elapsed_ms: 42)
         let bodies: [(String, any Encodable)] = [
             ("Event", event), ("Delivery", delivery), ("DeliveryAttempt", attempt), ("TimelineEvent", timeline), ("User", user),
             ("DeadLetter", letter), ("ReplayReceipt", receipt), ("DeliveryAttemptList", API.DeliveryAttemptList(attempts: [attempt])),
@@ -168,6 +170,16 @@ import TestSupport
             ("Health", API.Health(status: "ok")),
             ("NotReady", API.NotReady(reason: "the database is not reachable")),
             ("SetError", API.SetError(err: "invalid_key", description: "no key with that kid")),
+            ("SecurityEventStream", API.SecurityEventStream(
+                stream_id: "s-1", delivery: "poll", endpoint_url: "https://idp.example/poll", status: "enabled", status_reason: "r",
+                status_checked_at: "2026-01-31T12:00:00Z", events_requested: ["x"], events_delivered: ["x"],
+                configuration: .object(["stream_id": .string("s-1")]), verification: verification,
+                created_at: "2026-01-31T12:00:00Z", updated_at: "2026-01-31T12:00:00Z")),
+            ("StreamVerification", verification),
+            ("StreamCreateRequest", API.StreamCreateRequest(delivery: "push", endpoint_url: "https://relay.example/v1/sets", description: "d")),
+            ("StreamUpdateRequest", API.StreamUpdateRequest(events_requested: ["x"], description: "d", endpoint_url: "https://relay.example/v1/sets")),
+            ("StreamStatusRequest", API.StreamStatusRequest(status: "paused", reason: "r")),
+            ("StreamVerifyRequest", API.StreamVerifyRequest(timeout_seconds: 10)),
         ]
         for (schema, body) in bodies {
             let json = try JSONSerialization.jsonObject(with: JSONEncoder().encode(body), options: [.fragmentsAllowed])
@@ -265,9 +277,12 @@ import TestSupport
             try await EchoFixture.run(retrySchedule: [.milliseconds(100)], delivery: delivery, securityEvents: transmitter) { f in
                 try await StandInSubscriber().run { subscriber in
                     let log = try await Self.exerciseEveryOperation(f, subscriber, sets: material.tokens)
-                    let results = try Self.validate(log.exchanges)
-                    try #require(results.count == log.exchanges.count)
-                    for (exchange, result) in zip(log.exchanges, results) {
+                    // The stream operations call a transmitter: one on loopback, found from its issuer.
+                    let streams = try await Self.exerciseStreamOperations()
+                    let exchanges = log.exchanges + streams.exchanges
+                    let results = try Self.validate(exchanges)
+                    try #require(results.count == exchanges.count)
+                    for (exchange, result) in zip(exchanges, results) {
                         #expect(result.errors.isEmpty, """
                             \(exchange.method) \(exchange.path) answered \(exchange.status) \
                             \(String(decoding: Data(base64Encoded: exchange.body) ?? Data(), as: UTF8.self).prefix(600)):
@@ -276,7 +291,7 @@ import TestSupport
                     }
 
                     // Every described operation was exercised and answered with success at least once.
-                    let succeeded = Set(zip(log.exchanges, results).compactMap { exchange, result -> String? in
+                    let succeeded = Set(zip(exchanges, results).compactMap { exchange, result -> String? in
                         guard (200..<300).contains(exchange.status), let operation = result.operation else { return nil }
                         return operation.joined(separator: " ")
                     })
@@ -295,6 +310,42 @@ import TestSupport
             let results = try Self.validate(log.exchanges)
             #expect(results.map(\.errors) == [[], []])
         }
+    }
+
+    /// The stream operations of `/v1/sets/stream`, each answered with success and with a usual
+    /// refusal, by a server whose transmitter is the loopback one.
+    static func exerciseStreamOperations() async throws -> ExchangeLog {
+        let transmitter = try await SSFTransmitter(token: SharedSignalsPollTests.token)
+        let box = LogBox()
+        try await EchoFixture.run(securityEvents: SharedSignalsPollTests.settings(transmitter, pollURL: nil)) { f in
+            let log = ExchangeLog(http: f.server.http)
+            box.log = log
+            try await streamOperations(f, log)
+        }
+        return try #require(box.log)
+    }
+
+    static func streamOperations(_ f: EchoFixture, _ log: ExchangeLog) async throws {
+        let admin = LiveServer.adminToken
+        #expect(try await log.send(.GET, "/v1/sets/stream", token: admin).status == 404)
+        #expect(try await log.send(.POST, "/v1/sets/stream", token: admin, validate: false, json: ["delivery": "mail"]).status == 422)
+        #expect(try await log.send(.POST, "/v1/sets/stream", token: admin, json: ["delivery": "poll"]).status == 201)
+        #expect(try await log.send(.POST, "/v1/sets/stream", token: admin, json: [
+            "delivery": "push", "endpoint_url": f.server.http.baseURL + "/v1/sets", "description": "OpenAPI test",
+        ]).status == 201)
+        #expect(try await log.send(.GET, "/v1/sets/stream", token: admin).status == 200)
+        #expect(try await log.send(.PATCH, "/v1/sets/stream", token: admin, json: ["description": "changed"]).status == 200)
+        #expect(try await log.send(.PATCH, "/v1/sets/stream", token: admin, validate: false, json: [:]).status == 422)
+        #expect(try await log.send(.GET, "/v1/sets/stream/status", token: admin).status == 200)
+        #expect(try await log.send(.POST, "/v1/sets/stream/status", token: admin, json: ["status": "paused", "reason": "r"]).status == 200)
+        #expect(try await log.send(.POST, "/v1/sets/stream/status", token: admin, validate: false, json: ["status": "off"]).status == 422)
+        #expect(try await log.send(.POST, "/v1/sets/stream/verify", token: admin, json: ["timeout_seconds": 10]).status == 200)
+        #expect(try await log.send(.POST, "/v1/sets/stream/verify", validate: false).status == 401)
+    }
+
+    final class LogBox: @unchecked Sendable {
+        // @unchecked: set once inside the fixture, read after it.
+        var log: ExchangeLog?
     }
 
     /// A request of every operation, answered with success and with its usual refusals,

@@ -47,7 +47,7 @@ public struct DeliveryBody: Hashable, Sendable {
                 out.appendString(previousPhoneNumber)
             }
         }
-        if let reason {
+        if let reason, type.descriptor.deliversSessionReason {
             out.appendLiteral(type.descriptor.deliversPhoneNumber ? ",\"reason\":" : "\"reason\":")
             out.appendString(reason)
         }
