@@ -364,6 +364,16 @@ import TestSupport
             #expect(try await transmitter.requests().contains { $0.method == "PATCH" && $0.json?["description"] as? String == "EchoRelay staging" })
             let metrics = try await f.server.http.get("/metrics").text
             #expect(metrics.contains("echorelay_set_stream_status{status=\"paused\"} 1"), "\(metrics)")
+
+            // The console's Shared Signals page shows the same.
+            let browser = ConsoleBrowser(port: f.server.http.port)
+            #expect(try await browser.signIn(token: LiveServer.adminToken).status == 303)
+            let page = try await browser.get("/console/shared-signals")
+            #expect(page.status == 200)
+            let pushID = try #require(pushStream["stream_id"] as? String)
+            #expect(page.text.contains("<code>\(pushID)</code>") && page.text.contains(">paused</span>")
+                    && page.text.contains("maintenance") && page.text.contains(">missing_state</span>"), "\(page.text)")
+            #expect(page.text.contains("<code>by-stream</code>"), "the latest SETs are listed")
         }
     }
 

@@ -15,6 +15,8 @@ struct ConsoleController<Context: RequestContext>: Sendable {
     let renderer: ConsoleRenderer
     let workCreated: @Sendable (WorkKind) -> Void
     let metrics: RelayMetrics
+    /// Whether a Shared Signals transmitter is configured (its page says how to, if not).
+    let sharedSignalsConfigured: Bool
     let now: @Sendable () -> Date
 
     func addRoutes(to router: Router<Context>) {
@@ -41,6 +43,7 @@ struct ConsoleController<Context: RequestContext>: Sendable {
         router.post("/console/dead-letters/redrive", use: redrive)
         router.get("/console/subscriptions", use: subscriptions)
         router.get("/console/audit", use: audit)
+        router.get("/console/shared-signals", use: sharedSignals)
     }
 
     // MARK: Sessions
@@ -341,6 +344,18 @@ struct ConsoleController<Context: RequestContext>: Sendable {
                 subscriptions: page.subscriptions.map { SubscriptionRow($0, now: now) },
                 next: page.nextCursor.map { "/console/subscriptions?" + ConsolePath.query([("cursor", $0)]) }
             ))
+        }
+    }
+
+    /// The Shared Signals stream (status, last verification) and the latest SETs (admin: the
+    /// stream is an operator's).
+    @Sendable func sharedSignals(_ request: Request, context: Context) async throws -> Response {
+        await signedIn(request, context: context, roles: [.admin]) { signed in
+            let now = now()
+            let stream = try await store.securityEventStream().map { SharedSignalsPage.StreamView($0, now: now) }
+            let sets = try await store.securityEvents(disposition: nil, before: nil, limit: 20).map { SharedSignalsPage.SetRow($0, now: now) }
+            return signed.page("shared_signals", title: "Shared Signals",
+                               SharedSignalsPage(configured: sharedSignalsConfigured, stream: stream, sets: sets))
         }
     }
 

@@ -421,3 +421,62 @@ struct SubscriptionNames {
         return hostIsShared && url.path.count > 1 ? host + url.path : host
     }
 }
+
+struct SharedSignalsPage {
+    let configured: Bool
+    let stream: StreamView?
+    let sets: [SetRow]
+
+    struct StreamView {
+        let streamID: String
+        let delivery: String
+        let endpointURL: String
+        let status: String?
+        let statusReason: String?
+        let statusCheckedAt: TimeView?
+        let verification: VerificationView?
+
+        init(_ stream: SecurityEventStream, now: Date) {
+            streamID = stream.streamID
+            delivery = stream.delivery.rawValue
+            endpointURL = stream.endpointURL
+            status = stream.status?.rawValue
+            statusReason = stream.statusReason
+            statusCheckedAt = stream.statusCheckedAt.map { TimeView($0, now: now) }
+            verification = stream.verification.map { VerificationView($0, now: now) }
+        }
+    }
+
+    struct VerificationView {
+        let outcome: String
+        let elapsed: String?
+        let requestedAt: TimeView?
+
+        init(_ verification: SecurityEventStream.Verification, now: Date) {
+            outcome = verification.outcome.rawValue
+            elapsed = SecurityEventStream.milliseconds(verification.elapsed).map { "\($0) ms" }
+            requestedAt = TimeView(verification.requestedAt, now: now)
+        }
+    }
+
+    struct SetRow {
+        let receivedAt: TimeView?
+        let jti: String
+        let eventType: String
+        let disposition: String
+        let eventID: String?
+        let eventLink: String?
+        let detail: String
+
+        init(_ set: SecurityEventRecord, now: Date) {
+            receivedAt = TimeView(set.receivedAt, now: now)
+            jti = set.jti
+            // The type's last path segment names it (`credential-change`).
+            eventType = set.eventType.split(separator: "/").last.map(String.init) ?? "—"
+            disposition = set.disposition.rawValue
+            eventID = set.eventID
+            eventLink = set.eventID.map(ConsolePath.event)
+            detail = set.disposition == .verification ? "state " + (set.verificationState ?? "none") : (set.note ?? "—")
+        }
+    }
+}
