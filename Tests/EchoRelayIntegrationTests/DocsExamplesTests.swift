@@ -198,4 +198,30 @@ import TestSupport
             #expect(event["reason"] as? String == "set_signature")
         }
     }
+
+    /// Both delivery methods of docs/identity-provider.md, step by step as written: each script
+    /// registers its stream with the transmitter on loopback and verifies it end to end.
+    @Test func theSharedSignalsStreamStepsRegisterAndVerifyPollThenPush() async throws {
+        let transmitter = try await SSFTransmitter(token: SharedSignalsPollTests.token)
+        try await EchoFixture.run(securityEvents: SharedSignalsPollTests.settings(transmitter, pollURL: nil)) { f in
+            let path = ChildProcess.echorelayBinary.deletingLastPathComponent().path + ":" + (ProcessInfo.processInfo.environment["PATH"] ?? "")
+            let environment = ["ECHORELAY_URL": f.server.http.baseURL, "ECHORELAY_TOKEN": LiveServer.adminToken,
+                               "ECHORELAY_PUBLIC_URL": f.server.http.baseURL, "PATH": path]
+            let poll = try Self.start("stream-poll.sh", in: "docs/identity-provider.md", interpreter: "bash", arguments: [],
+                                      environment: environment)
+            #expect(try await poll.wait(timeout: .seconds(60)) == 0, "\(String(decoding: poll.standardError, as: UTF8.self))")
+            let polled = String(decoding: poll.standardOutput, as: UTF8.self)
+            #expect(polled.contains("registered for poll delivery") && polled.contains("verified: the verification event arrived"), "\(polled)")
+            #expect(polled.contains("is enabled"), "\(polled)")
+            #expect(try await SharedSignalsPollTests.polls(transmitter).contains { $0.path.hasPrefix("/ssf/poll/") })
+
+            let push = try Self.start("stream-push.sh", in: "docs/identity-provider.md", interpreter: "bash", arguments: [],
+                                      environment: environment)
+            #expect(try await push.wait(timeout: .seconds(60)) == 0, "\(String(decoding: push.standardError, as: UTF8.self))")
+            let pushed = String(decoding: push.standardOutput, as: UTF8.self)
+            #expect(pushed.contains("registered for push delivery") && pushed.contains("verified: the verification event arrived"), "\(pushed)")
+            #expect(pushed.contains("last verification") && pushed.contains("passed"), "\(pushed)")
+            #expect(try await transmitter.pushes().contains { $0.url == f.server.http.baseURL + "/v1/sets" && $0.status == 202 })
+        }
+    }
 }
