@@ -50,14 +50,19 @@ public enum PollExchange {
         public var sets: [(jti: String, token: String)]
         public var moreAvailable: Bool
 
+        public init(sets: [(jti: String, token: String)], moreAvailable: Bool) {
+            self.sets = sets
+            self.moreAvailable = moreAvailable
+        }
+
         public static func == (lhs: Answer, rhs: Answer) -> Bool {
             lhs.moreAvailable == rhs.moreAvailable && lhs.sets.elementsEqual(rhs.sets) { $0.jti == $1.jti && $0.token == $1.token }
         }
 
         /// Reads `{"sets": {jti: SET}, "moreAvailable": bool}`. A JSON object has no order,
         /// but a transmitter writes a user's SETs in the order they happened, so they are taken
-        /// in the order they stand in the text (a compact JWS needs no escaping, so each is
-        /// found there as it is).
+        /// in the order their keys stand in the text; a `jti` named twice is refused, as no
+        /// one reading could tell which SET it meant.
         public static func parse(_ body: [UInt8]) throws(PollError) -> Answer {
             guard case .object(let root)? = try? JSONValue.parse(body) else {
                 throw .malformed("the answer is not a JSON object")
@@ -74,24 +79,63 @@ public enum PollExchange {
             case nil, .null: moreAvailable = false
             default: throw .malformed("moreAvailable is not a boolean")
             }
-            var placed: [(offset: Int, jti: String, token: String)] = []
-            for (jti, value) in sets {
-                guard case .string(let token) = value else { throw .malformed("the SET under a jti is not a string") }
-                placed.append((Self.offset(of: token, in: body) ?? Int.max, jti, token))
+            let order = SetsKeys.inOrder(body)
+            guard order.count == sets.count, Set(order).count == order.count else {
+                throw .malformed("sets names a jti more than once")
             }
-            placed.sort { ($0.offset, $0.jti) < ($1.offset, $1.jti) }
-            return Answer(sets: placed.map { ($0.jti, $0.token) }, moreAvailable: moreAvailable)
+            var answer = Answer(sets: [], moreAvailable: moreAvailable)
+            for jti in order {
+                guard case .string(let token)? = sets[jti] else { throw .malformed("the SET under a jti is not a string") }
+                answer.sets.append((jti, token))
+            }
+            return answer
         }
+    }
 
-        private static func offset(of token: String, in body: [UInt8]) -> Int? {
-            let needle = Array(token.utf8)
-            guard !needle.isEmpty, needle.count <= body.count else { return nil }
+    /// The keys of the top-level `sets` object of a document already known to be valid JSON,
+    /// in the order they are written, duplicates kept. One pass: strings (with their escapes)
+    /// and the nesting of brackets.
+    enum SetsKeys {
+        static func inOrder(_ body: [UInt8]) -> [String] {
+            var keys: [String] = []
+            var depth = 0
             var index = 0
-            while index + needle.count <= body.count {
-                if body[index] == needle[0], body[index ..< index + needle.count].elementsEqual(needle) { return index }
+            var inSets = false, setsDepth = 0
+            var expectingKey = false, lastKeyAtRoot: String?
+            while index < body.count {
+                let byte = body[index]
+                switch byte {
+                case UInt8(ascii: "\""):
+                    let start = index
+                    index += 1
+                    while index < body.count, body[index] != UInt8(ascii: "\"") {
+                        index += body[index] == UInt8(ascii: "\\") ? 2 : 1
+                    }
+                    let text = (try? JSONValue.parse(body[start ... min(index, body.count - 1)]))?.stringValue
+                    // A string is a key when a colon follows it.
+                    var next = index + 1
+                    while next < body.count, [0x20, 0x09, 0x0A, 0x0D].contains(body[next]) { next += 1 }
+                    if next < body.count, body[next] == UInt8(ascii: ":"), let text {
+                        if inSets, depth == setsDepth + 1 { keys.append(text) }
+                        if depth == 1 { lastKeyAtRoot = text }
+                    }
+                case UInt8(ascii: "{"), UInt8(ascii: "["):
+                    depth += 1
+                    if byte == UInt8(ascii: "{"), depth == 2, lastKeyAtRoot == "sets", !inSets, !expectingKey {
+                        inSets = true
+                        setsDepth = 1
+                    }
+                case UInt8(ascii: "}"), UInt8(ascii: "]"):
+                    if inSets, depth == setsDepth + 1 { inSets = false; expectingKey = true }
+                    depth -= 1
+                case UInt8(ascii: ","):
+                    if depth == 1 { lastKeyAtRoot = nil }
+                default:
+                    break
+                }
                 index += 1
             }
-            return nil
+            return keys
         }
     }
 
