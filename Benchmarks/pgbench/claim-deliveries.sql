@@ -58,7 +58,7 @@ RETURNING d.id, d.event_id, d.subscription_id, d.webhook_id, d.attempts, s.url, 
           (SELECT p.provider_phone_number FROM events p
            WHERE p.user_id = e.user_id AND p.sequence < e.sequence AND p.status = 'verified'
            ORDER BY p.sequence DESC LIMIT 1),
-          d.replay_id, (SELECT r.created_at FROM replays r WHERE r.id = d.replay_id);
+          d.replay_id, (SELECT r.created_at FROM replays r WHERE r.id = d.replay_id), e.reason;
 
 -- The finish is the worker's too: RecordAttemptsStatement (Sources/EchoRelayPostgres/
 -- PostgresEventStore+Deliveries.swift), recording every delivery this client holds as answered
