@@ -33,7 +33,7 @@ struct SecurityEventStreamController<Context: RequestContext>: Sendable {
     }
 
     @Sendable func create(_ request: Request, context: Context) async throws -> Response {
-        _ = try await authorizer.require(request, roles: [.admin])
+        let principal = try await authorizer.require(request, roles: [.admin])
         let transmitter = try configured()
         let body = try await supportBody(request) { (bytes) throws(EventParseError) in try StreamCreateRequest.parse(bytes) }
         let configuration = try await calling { () throws(TransmitterError) in
@@ -53,12 +53,12 @@ struct SecurityEventStreamController<Context: RequestContext>: Sendable {
                                          configuration: Self.text(configuration), status: .enabled)
         try await store.saveSecurityEventStream(stream)
         metrics.securityEventStreamStatus(stream.status?.rawValue)
-        context.logger.notice("Shared Signals stream registered", metadata: ["set.stream_id": "\(streamID)", "set.delivery": "\(body.delivery.rawValue)"])
+        await audit(principal, "set_stream.create", streamID, context)
         return try JSONResponse.make(status: .created, API.SecurityEventStream(stream))
     }
 
     @Sendable func update(_ request: Request, context: Context) async throws -> Response {
-        _ = try await authorizer.require(request, roles: [.admin])
+        let principal = try await authorizer.require(request, roles: [.admin])
         let transmitter = try configured()
         var stream = try await registered()
         let body = try await supportBody(request) { (bytes) throws(EventParseError) in try StreamUpdateRequest.parse(bytes) }
@@ -79,6 +79,7 @@ struct SecurityEventStreamController<Context: RequestContext>: Sendable {
         stream.configuration = Self.text(configuration)
         if let url = body.endpointURL { stream.endpointURL = url }
         try await store.saveSecurityEventStream(stream)
+        await audit(principal, "set_stream.update", id, context)
         return try JSONResponse.make(API.SecurityEventStream(stream))
     }
 
@@ -94,7 +95,7 @@ struct SecurityEventStreamController<Context: RequestContext>: Sendable {
     }
 
     @Sendable func setStatus(_ request: Request, context: Context) async throws -> Response {
-        _ = try await authorizer.require(request, roles: [.admin])
+        let principal = try await authorizer.require(request, roles: [.admin])
         let transmitter = try configured()
         var stream = try await registered()
         let body = try await supportBody(request) { (bytes) throws(EventParseError) in try StreamStatusRequest.parse(bytes) }
@@ -103,7 +104,7 @@ struct SecurityEventStreamController<Context: RequestContext>: Sendable {
             try await transmitter.setStatus(id: id, status: body.status, reason: body.reason)
         }
         try await keep(answer, in: &stream, asked: body)
-        context.logger.notice("Shared Signals stream status set", metadata: ["set.stream_id": "\(id)", "set.status": "\(body.status.rawValue)"])
+        await audit(principal, "set_stream.status", id, context, reason: body.reason)
         return try JSONResponse.make(API.SecurityEventStream(stream))
     }
 
@@ -142,6 +143,16 @@ struct SecurityEventStreamController<Context: RequestContext>: Sendable {
     }
 
     // MARK: Helpers
+
+    /// A change to the stream, in the log and the audit log (`GET /v1/audit`).
+    private func audit(_ principal: Principal, _ action: String, _ streamID: String, _ context: Context, reason: String? = nil) async {
+        context.logger.notice("\(action)", metadata: ["set.stream_id": "\(streamID)", "actor": "\(principal.name)"])
+        do {
+            try await store.recordAudit(actor: principal, action: action, target: streamID, filter: nil, matched: nil, reason: reason)
+        } catch {
+            context.logger.error("writing the audit entry failed", metadata: ["action": "\(action)", "error": "\(error)"])
+        }
+    }
 
     private func configured() throws -> TransmitterClient {
         guard let transmitter else {
@@ -190,8 +201,16 @@ struct SecurityEventStreamController<Context: RequestContext>: Sendable {
         Problem(.badGateway, slug: "transmitter-failed", title: "The transmitter failed", detail: detail)
     }
 
+    /// The transmitter's answer as kept and shown: without an `authorization_header` it may
+    /// echo back, which is the push token.
     static func text(_ value: JSONValue) -> String {
-        String(decoding: value.canonicalEncoding(), as: UTF8.self)
+        var kept = value
+        if case .object(var fields) = value, case .object(var delivery)? = fields["delivery"] {
+            delivery["authorization_header"] = nil
+            fields["delivery"] = .object(delivery)
+            kept = .object(fields)
+        }
+        return String(decoding: kept.canonicalEncoding(), as: UTF8.self)
     }
 }
 

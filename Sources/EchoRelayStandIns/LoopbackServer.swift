@@ -1,11 +1,14 @@
 import EchoRelayCore
 import Hummingbird
 import Logging
+import ServiceLifecycle
 import Synchronization
 
 /// Runs a Hummingbird router on 127.0.0.1 at an ephemeral port for the length of `body`,
 /// which is given the port: the shared machinery of the stand-in provider and subscriber, and
-/// of the benchmark's stand-ins.
+/// of the benchmark's stand-ins. It stops with a graceful shutdown (cancelled after 2 s):
+/// cancelling a server outright can trap in NIO when a connection was accepted and not yet
+/// served (swift-nio #3481), which a test's last request makes likely.
 public enum LoopbackServer {
     /// `host` and `port` choose where it listens (another loopback address, a fixed port).
     public static func run<Result: Sendable>(
@@ -24,10 +27,13 @@ public enum LoopbackServer {
             },
             logger: logger
         )
+        var configuration = ServiceGroupConfiguration(services: [app], logger: logger)
+        configuration.maximumGracefulShutdownDuration = .seconds(2)
+        let services = ServiceGroup(configuration: configuration)
         return try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask {
                 defer { started.open() }  // a server that fails to start must not leave us waiting
-                try await app.run()
+                try await services.run()
             }
             await started.wait()
             let listening = port.withLock { $0 }
@@ -35,11 +41,17 @@ public enum LoopbackServer {
                 try await group.next()  // the server's own error, if it gave one
                 throw StandInError("a loopback server stopped before it listened")
             }
-            defer {
+            let result: Result
+            do {
+                result = try await body(listening)
+            } catch {
                 onStop()
-                group.cancelAll()
+                await services.triggerGracefulShutdown()
+                throw error
             }
-            return try await body(listening)
+            onStop()
+            await services.triggerGracefulShutdown()
+            return result
         }
     }
 }

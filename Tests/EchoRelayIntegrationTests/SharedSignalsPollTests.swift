@@ -399,4 +399,33 @@ import TestSupport
             #expect(support.status == 401)
         }
     }
+
+    /// The transmitter token, the poll token, the push token and the SETs polled never reach
+    /// the logs or the stream EchoRelay shows, whatever the transmitter echoes; the stream's
+    /// changes are in the audit log.
+    @Test func theTokensNeverReachTheLogsOrTheStreamAndChangesAreAudited() async throws {
+        let logs = LogCapture()
+        let transmitter = try await SSFTransmitter(token: Poll.token)
+        try await EchoFixture.run(securityEvents: Poll.settings(transmitter, pollURL: nil), logger: logs.logger) { f in
+            #expect(try await Self.cli(["create", "--delivery", "poll"], f).status == 0)
+            let signed = try #require(try await transmitter.sign([SETSpec.credentialChange(iss: transmitter.issuer, sub: "u-log", jti: "log-1")]).first)
+            _ = try await transmitter.enqueue([SETSpec.raw(signed, jti: "log-1")],
+                                              queue: try #require(try await transmitter.streams().first?["stream_id"] as? String))
+            _ = try await Poll.waitForAcks(["log-1"], transmitter)
+            try await transmitter.echoAuthorization(true)
+            #expect(try await Self.cli(["create", "--delivery", "push"], f).status == 0)
+            #expect(try await Self.cli(["status", "--set", "paused", "--reason", "rotating keys"], f).status == 0)
+            let shown = try await f.server.http.get("/v1/sets/stream", bearer: LiveServer.adminToken).text
+            let text = logs.text
+            #expect(text.contains("set_stream.create") && text.contains("polled SET accepted as an event"), "the work was logged")
+            for secret in [Poll.token, Poll.pushToken] {
+                #expect(!text.contains(secret), "a token reached the logs")
+                #expect(!shown.contains(secret), "a token is shown with the stream")
+            }
+            #expect(!text.contains(String(signed.split(separator: ".").last ?? "")), "a polled SET reached the logs")
+            let audit = try await f.server.http.get("/v1/audit?limit=10", bearer: LiveServer.adminToken).json
+            let actions = (audit?["entries"] as? [[String: Any]])?.compactMap { $0["action"] as? String } ?? []
+            #expect(actions == ["set_stream.status", "set_stream.create", "set_stream.create"], "\(actions)")
+        }
+    }
 }

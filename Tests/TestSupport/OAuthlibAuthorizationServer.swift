@@ -19,24 +19,11 @@ public final class OAuthlibAuthorizationServer: Sendable {
 
     /// - clients: the client ids and secrets that may introspect (EchoRelay's own).
     public init(clients: [String: String], issuer: String = "https://idp.test") async throws {
-        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-            .appendingPathComponent("../Tools/oauth2_server.py").standardized.path
-        let arguments = [script, "--issuer", issuer] + clients.flatMap { ["--client", "\($0.key):\($0.value)"] }
-        child = try ChildProcess(["python3"] + arguments, executable: URL(fileURLWithPath: "/usr/bin/env"))
+        let arguments = ["--issuer", issuer] + clients.flatMap { ["--client", "\($0.key):\($0.value)"] }
+        (child, port) = try await PythonTool.start("oauth2_server.py", arguments, what: "the oauthlib authorization server",
+                                                   install: "oauthlib")
         self.issuer = issuer
-        let deadline = ContinuousClock.now + .seconds(15)
-        while true {
-            if let line = child.standardOutput.split(separator: "\n").first, let port = Int(line) {
-                self.port = port
-                self.http = HTTPTestClient(port: port)
-                return
-            }
-            guard child.isRunning, ContinuousClock.now < deadline else {
-                child.signal(SIGKILL)
-                throw TestSetupError("the oauthlib authorization server did not start (is oauthlib installed? scripts/test installs it): \(child.standardError)")
-            }
-            try await Task.sleep(for: .milliseconds(50))
-        }
+        http = HTTPTestClient(port: port)
     }
 
     deinit {

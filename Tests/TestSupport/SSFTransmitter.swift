@@ -34,30 +34,16 @@ public final class SSFTransmitter: Sendable {
     ///   with a multi-tenant transmitter.
     /// - longPollWait: how long a poll that finds nothing waits for a SET, in seconds.
     public init(token: String, path: String? = nil, audience: String = "echorelay", longPollWait: Double = 2) async throws {
-        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-            .appendingPathComponent("../Tools/ssf_transmitter.py").standardized.path
         let trimmed = path?.trimmingCharacters(in: CharacterSet(charactersIn: "/")) ?? ""
         let tenant = trimmed.isEmpty ? nil : trimmed
         self.tenant = tenant
-        var arguments = [script, "--token", token, "--audience", audience, "--long-poll-wait", String(longPollWait)]
+        var arguments = ["--token", token, "--audience", audience, "--long-poll-wait", String(longPollWait)]
         if let tenant { arguments += ["--path", tenant] }
-        child = try ChildProcess(["python3"] + arguments, executable: URL(fileURLWithPath: "/usr/bin/env"))
+        (child, port) = try await PythonTool.start("ssf_transmitter.py", arguments, what: "the SSF transmitter", install: "jwcrypto")
         self.token = token
         self.audience = audience
-        let deadline = ContinuousClock.now + .seconds(15)
-        while true {
-            if let line = child.standardOutput.split(separator: "\n").first, let port = Int(line) {
-                self.port = port
-                self.issuer = "http://127.0.0.1:\(port)" + (tenant.map { "/" + $0 } ?? "")
-                self.http = HTTPTestClient(port: port)
-                return
-            }
-            guard child.isRunning, ContinuousClock.now < deadline else {
-                child.signal(SIGKILL)
-                throw TestSetupError("the SSF transmitter did not start (is jwcrypto installed? scripts/test installs it): \(child.standardError)")
-            }
-            try await Task.sleep(for: .milliseconds(50))
-        }
+        issuer = "http://127.0.0.1:\(port)" + (tenant.map { "/" + $0 } ?? "")
+        http = HTTPTestClient(port: port)
     }
 
     deinit {
@@ -122,6 +108,12 @@ public final class SSFTransmitter: Sendable {
 
     public func nextVerification(state: VerificationState) async throws {
         try await control("verification", ["state": state.rawValue])
+    }
+
+    /// Whether stream configurations echo the receiver's `authorization_header` back, as some
+    /// transmitters do.
+    public func echoAuthorization(_ on: Bool) async throws {
+        try await control("echo-authorization", ["on": on])
     }
 
     /// The next `count` poll requests get `status` and no body after `delay` seconds. With

@@ -40,6 +40,8 @@ A JSON control API for the tests, under /control/ (no authorization):
   GET  /control/errors        {jti: {"err", "description"}} from polls' setErrs
   GET  /control/pending       {queue: [jti...]} not yet acknowledged, in delivery order
   GET  /control/streams       every stream's configuration, status, reason, authorization_header
+  POST /control/echo-authorization {"on"}: stream configurations echo the receiver's
+                              authorization_header back (some transmitters do)
   GET  /control/pushes        [{"url", "status", "body", "jti"}] every push attempted (status null:
                               no answer)
   GET  /control/jwks-fetches  {"count", "times"}: the JWKS requests served, in unix time
@@ -116,6 +118,7 @@ class State:
         self.pushes = []
         self.jwks_fetches = []
         self.verification = "as-asked"          # how the next verification event carries its state
+        self.echo_authorization = False          # whether stream configurations echo authorization_header
         self.outage = {"count": 0, "status": None, "delay": 0, "drop": False}
         self.host = self.issuer = self.well_known_path = None
         self.metadata = {}
@@ -212,7 +215,8 @@ class State:
         url = self.host + "/ssf/poll/" + stream_id if stream["method"] == POLL else stream["endpoint_url"]
         config = {
             "stream_id": stream_id, "iss": self.issuer, "aud": stream["aud"],
-            "delivery": {"method": stream["method"], "endpoint_url": url},
+            "delivery": dict({"method": stream["method"], "endpoint_url": url},
+                             **({"authorization_header": stream["authorization_header"]} if self.echo_authorization else {})),
             "events_supported": EVENTS_SUPPORTED, "events_requested": stream["events_requested"],
             "events_delivered": [e for e in stream["events_requested"] if e in EVENTS_SUPPORTED],
         }
@@ -433,6 +437,9 @@ def make_handler(state):
             state.metadata.update(request.get("set") or {})
             for field in request.get("remove") or []:
                 state.metadata.pop(field, None)
+            return {}
+        if path == "/control/echo-authorization":
+            state.echo_authorization = bool(request.get("on", True))
             return {}
         if path == "/control/verification":
             need(request.get("state") in ("wrong", "missing", "as-asked"), "state is wrong, missing or as-asked")
