@@ -57,7 +57,7 @@ struct SecurityEventPoller: Service, CustomStringConvertible {
     /// Polls until `running` says stop or the lock is lost.
     private func poll(while running: @Sendable () -> Bool, stillHeld: @Sendable () async -> Bool, wake: WakeSignal) async {
         var pending = Pending()
-        var failures = 0
+        var failures = 0, storeFailures = 0
         let lastSuccess = LastSuccess()
         await withTaskGroup(of: Void.self) { group in
             // The age of the last successful poll, kept current while a poll is held open.
@@ -102,9 +102,20 @@ struct SecurityEventPoller: Service, CustomStringConvertible {
                 lastSuccess.now()
                 metrics.securityEventPollAge(.zero)
                 metrics.securityEventsPolled(answer.sets.count)
-                let retryLater = await record(answer.sets, into: &pending)
-                if answer.moreAvailable || !pending.isEmpty { continue }
-                if retryLater { await wake.wait(upTo: .seconds(1)); continue }
+                let recorded = await record(answer.sets, into: &pending)
+                storeFailures = recorded == .storeFailed ? storeFailures + 1 : 0
+                switch recorded {
+                case .recorded:
+                    if answer.moreAvailable || !pending.isEmpty { continue }
+                case .keysBeingFetched:
+                    if !pending.isEmpty { continue }
+                    await wake.wait(upTo: .seconds(1))
+                    continue
+                case .storeFailed:
+                    // The store is away: what was recorded is acknowledged after the wait, and the rest comes again.
+                    await wake.wait(upTo: backoff(after: storeFailures, error: nil))
+                    continue
+                }
                 // A transmitter that answers an empty long poll at once is not polled in a spin.
                 let elapsed = ContinuousClock.now - began
                 if answer.sets.isEmpty, elapsed < settings.minimumInterval { await wake.wait(upTo: settings.minimumInterval - elapsed) }
@@ -149,10 +160,18 @@ struct SecurityEventPoller: Service, CustomStringConvertible {
         var isEmpty: Bool { acks.isEmpty && errors.isEmpty }
     }
 
-    /// Checks and records each SET in order, stopping at the first the store cannot take (it
-    /// and those after it come again). Answers whether a SET is to come again because the
-    /// transmitter's keys could not be fetched yet.
-    private func record(_ sets: [(jti: String, token: String)], into pending: inout Pending) async -> Bool {
+    /// What became of an answer's SETs.
+    private enum Recorded {
+        /// Each is recorded or refused.
+        case recorded
+        /// One or more come again: the transmitter's keys could not be fetched yet.
+        case keysBeingFetched
+        /// The store could not take one: it and those after it come again.
+        case storeFailed
+    }
+
+    /// Checks and records each SET in order, stopping at the first the store cannot take.
+    private func record(_ sets: [(jti: String, token: String)], into pending: inout Pending) async -> Recorded {
         var retryLater = false
         for (jti, token) in sets {
             var logger = logger
@@ -172,7 +191,7 @@ struct SecurityEventPoller: Service, CustomStringConvertible {
                     continue
                 } catch {
                     logger.warning("a polled SET could not be stored; it is not acknowledged and comes again", metadata: ["error": "\(error)"])
-                    return retryLater
+                    return .storeFailed
                 }
             case .success:
                 refusal = .invalidRequest("the SET's jti is not the key it was sent under")
@@ -189,13 +208,13 @@ struct SecurityEventPoller: Service, CustomStringConvertible {
                     err: refusal.code, description: refusal.description
                 ))
             } catch {
-                logger.warning("a refused SET could not be recorded; it is reported and comes again", metadata: ["error": "\(error)"])
-                return retryLater
+                logger.warning("a refused SET could not be recorded; it is not reported and comes again", metadata: ["error": "\(error)"])
+                return .storeFailed
             }
             metrics.securityEventsRefusedByPoll()
             pending.errors[jti] = .init(err: refusal.code, description: refusal.description)
         }
-        return retryLater
+        return retryLater ? .keysBeingFetched : .recorded
     }
 
     /// `ECHORELAY_SET_POLL_URL`, else the endpoint of the poll stream `sets stream create` registered.
@@ -206,8 +225,8 @@ struct SecurityEventPoller: Service, CustomStringConvertible {
     }
 
     /// Full jitter over an exponential ceiling, or the transmitter's own `Retry-After`.
-    private func backoff(after failures: Int, error: PollExchange.PollError) -> Duration {
-        if case .status(_, let retryAfter?) = error { return min(retryAfter, settings.maximumBackoff) }
+    private func backoff(after failures: Int, error: PollExchange.PollError?) -> Duration {
+        if case .status(_, let retryAfter?)? = error { return min(retryAfter, settings.maximumBackoff) }
         let ceiling = min(Double(settings.maximumBackoff.components.seconds), pow(2, Double(min(failures, 16) - 1)))
         return .milliseconds(Int64(Double.random(in: 0.1 ... max(0.1, ceiling)) * 1000))
     }
