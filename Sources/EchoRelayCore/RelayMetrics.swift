@@ -109,6 +109,13 @@ public struct RelayMetrics: Sendable {
             .record(Double(age.components.seconds) + Double(age.components.attoseconds) / 1e18)
     }
 
+    /// The outcome of the stream's last verification: 1 for it, 0 for the others.
+    public func securityEventStreamVerification(_ outcome: String) {
+        for each in ["passed", "wrong_state", "missing_state", "timed_out"] {
+            Gauge(label: "echorelay_set_stream_verification", dimensions: [("outcome", each)], factory: factory).record(each == outcome ? 1 : 0)
+        }
+    }
+
     /// The registered stream's status as the transmitter last gave it: 1 for it, 0 for the others.
     public func securityEventStreamStatus(_ status: String?) {
         for each in ["enabled", "paused", "disabled"] {

@@ -136,6 +136,7 @@ struct SecurityEventStreamController<Context: RequestContext>: Sendable {
         }
         stream.verification = verification
         try await store.saveSecurityEventStream(stream)
+        metrics.securityEventStreamVerification(verification.outcome.rawValue)
         context.logger.notice("Shared Signals stream verified", metadata: [
             "set.stream_id": "\(id)", "set.verification": "\(verification.outcome.rawValue)",
         ])

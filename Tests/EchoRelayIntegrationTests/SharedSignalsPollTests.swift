@@ -364,6 +364,8 @@ import TestSupport
             #expect(try await transmitter.requests().contains { $0.method == "PATCH" && $0.json?["description"] as? String == "EchoRelay staging" })
             let metrics = try await f.server.http.get("/metrics").text
             #expect(metrics.contains("echorelay_set_stream_status{status=\"paused\"} 1"), "\(metrics)")
+            #expect(metrics.contains("echorelay_set_stream_verification{outcome=\"missing_state\"} 1"), "\(metrics)")
+            #expect(metrics.contains("echorelay_set_stream_verification{outcome=\"passed\"} 0"), "\(metrics)")
 
             // The console's Shared Signals page shows the same.
             let browser = ConsoleBrowser(port: f.server.http.port)
