@@ -119,8 +119,6 @@ public protocol SecurityEventStreamStore: Sendable {
     func securityEventStream() async throws -> SecurityEventStream?
     /// Keeps `stream` as the registered one, replacing any before it.
     func saveSecurityEventStream(_ stream: SecurityEventStream) async throws
-    /// Forgets the registered stream.
-    func deleteSecurityEventStream() async throws
     /// The newest verification event recorded after the one numbered `after` (nil: any), with
     /// its number and state: what `verify` waits for.
     func verificationEvent(after: Int64?) async throws -> (number: Int64, state: String?)?

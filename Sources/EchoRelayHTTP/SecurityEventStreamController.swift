@@ -191,7 +191,7 @@ struct SecurityEventStreamController<Context: RequestContext>: Sendable {
             throw Problem(.conflict, slug: "not-configured", title: "Not configured", detail: text)
         } catch .notFound(let text) {
             throw Problem.notFound(text)
-        } catch .rejected(let text) {
+        } catch .rejected(let text), .unsupported(let text) {
             throw Problem(.unprocessableContent, slug: "transmitter-refused", title: "The transmitter refused the request", detail: text)
         } catch {
             throw Self.transmitterFailed(error.description)

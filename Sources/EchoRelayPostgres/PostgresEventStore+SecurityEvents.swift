@@ -116,10 +116,6 @@ extension PostgresEventStore: SecurityEventStreamStore {
         }
     }
 
-    public func deleteSecurityEventStream() async throws {
-        try await wrapped { try await client.query("DELETE FROM set_stream", logger: logger) }
-    }
-
     public func verificationEvent(after: Int64?) async throws -> (number: Int64, state: String?)? {
         try await rows("""
             SELECT number, verification_state FROM security_events

@@ -92,10 +92,6 @@ extension SQLiteEventStore {
         }
     }
 
-    public func deleteSecurityEventStream() async throws {
-        try await session.write { db in try await db.run("DELETE FROM set_stream") }
-    }
-
     public func verificationEvent(after: Int64?) async throws -> (number: Int64, state: String?)? {
         try await session.read { db in
             try await db.row("""

@@ -74,7 +74,7 @@ struct SecurityEventPoller: Service, CustomStringConvertible {
                     return
                 }
                 guard let url = await pollURL() else {
-                    logger.info("the poll stream was deleted; polling stops")
+                    logger.info("no poll stream is registered any more (a push stream replaced it); polling stops")
                     return
                 }
                 let began = ContinuousClock.now

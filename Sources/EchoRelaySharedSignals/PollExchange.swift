@@ -100,8 +100,9 @@ public enum PollExchange {
             var keys: [String] = []
             var depth = 0
             var index = 0
-            var inSets = false, setsDepth = 0
-            var expectingKey = false, lastKeyAtRoot: String?
+            // Inside the root's `sets` object (its keys stand at depth 2); it is read once.
+            var inSets = false, setsRead = false
+            var lastKeyAtRoot: String?
             while index < body.count {
                 let byte = body[index]
                 switch byte {
@@ -116,17 +117,14 @@ public enum PollExchange {
                     var next = index + 1
                     while next < body.count, [0x20, 0x09, 0x0A, 0x0D].contains(body[next]) { next += 1 }
                     if next < body.count, body[next] == UInt8(ascii: ":"), let text {
-                        if inSets, depth == setsDepth + 1 { keys.append(text) }
+                        if inSets, depth == 2 { keys.append(text) }
                         if depth == 1 { lastKeyAtRoot = text }
                     }
                 case UInt8(ascii: "{"), UInt8(ascii: "["):
                     depth += 1
-                    if byte == UInt8(ascii: "{"), depth == 2, lastKeyAtRoot == "sets", !inSets, !expectingKey {
-                        inSets = true
-                        setsDepth = 1
-                    }
+                    if byte == UInt8(ascii: "{"), depth == 2, lastKeyAtRoot == "sets", !setsRead { inSets = true }
                 case UInt8(ascii: "}"), UInt8(ascii: "]"):
-                    if inSets, depth == setsDepth + 1 { inSets = false; expectingKey = true }
+                    if inSets, depth == 2 { inSets = false; setsRead = true }
                     depth -= 1
                 case UInt8(ascii: ","):
                     if depth == 1 { lastKeyAtRoot = nil }

@@ -59,16 +59,15 @@ public actor TransmitterClient {
         var deliveryFields: [String: JSONValue] = ["method": .string(delivery.method)]
         if let endpointURL { deliveryFields["endpoint_url"] = .string(endpointURL) }
         if let authorization { deliveryFields["authorization_header"] = .string("Bearer " + authorization.revealed) }
+        let offered = try await discover().deliveryMethodsSupported
+        guard offered.isEmpty || offered.contains(delivery.method) else {
+            throw .unsupported("the transmitter does not offer \(delivery.rawValue) delivery (\(delivery.method)); it offers \(offered.joined(separator: ", "))")
+        }
         let body: JSONValue = .object([
             "delivery": .object(deliveryFields), "events_requested": .array(eventsRequested.map(JSONValue.string)),
             "description": .string(description),
         ])
         return try await stream(.POST, try await endpoint(\.configurationEndpoint, "configuration_endpoint"), body: body)
-    }
-
-    /// `GET` the stream's configuration.
-    public func readStream(id: String) async throws(TransmitterError) -> JSONValue {
-        try await stream(.GET, try await endpoint(\.configurationEndpoint, "configuration_endpoint"), query: id, body: nil)
     }
 
     /// `PATCH` the stream's configuration with `changes` (receiver-supplied members only).

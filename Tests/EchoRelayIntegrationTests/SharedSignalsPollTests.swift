@@ -384,7 +384,10 @@ import TestSupport
         let transmitter = try await SSFTransmitter(token: Poll.token)
         var settings = Poll.settings(transmitter, pollURL: nil)
         settings.transmitterToken = Secret("not-the-transmitter-token")
+        try await transmitter.setMetadata(["delivery_methods_supported": ["urn:ietf:rfc:8936"]])
         try await EchoFixture.run(securityEvents: settings) { f in
+            let pushOnly = try await SharedSignalsStreamTests.cli(["create", "--delivery", "push"], f)
+            #expect(pushOnly.status == 1 && pushOnly.stderr.contains("the transmitter does not offer push delivery"), "\(pushOnly.stderr)")
             let none = try await SharedSignalsStreamTests.cli(["show"], f)
             #expect(none.status == 1 && none.stderr.contains("echorelay sets stream create"), "\(none.stderr)")
             let refused = try await SharedSignalsStreamTests.cli(["create", "--delivery", "poll"], f)
