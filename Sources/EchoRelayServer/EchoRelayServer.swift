@@ -20,6 +20,7 @@ public enum EchoRelayServer {
         onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) async throws -> App {
         let checked = try CheckedSettings(configuration)
+        try await ListenAddress.check(host: configuration.host, port: configuration.port)
         checked.logSecurity(configuration, logger: logger)
         let (metrics, metricsRegistry) = makeMetrics()
         let processID = "\(ProcessInfo.processInfo.hostName):\(ProcessInfo.processInfo.processIdentifier):\(UUID().uuidString.prefix(8))"
@@ -32,7 +33,8 @@ public enum EchoRelayServer {
             ingestWakesOtherProcesses: !configuration.role.runsWorkers, verificationHandOffs: verificationHandOffs, logger: logger
         )
         let schemaReady = Gate(open: !configuration.migrateAtStart)
-        let ingestSecrets = try await prepareEmbeddedStore(backend, configuration, checked.ingestSecrets, schemaReady, logger: logger)
+        let firstRun = try await prepareEmbeddedStore(backend, configuration, checked.ingestSecrets, schemaReady, logger: logger)
+        let ingestSecrets = firstRun?.ingestSecrets ?? checked.ingestSecrets
         // Only a process that takes ingest reads the backlog: it is what the gate protects.
         let backlog = configuration.role.servesAPI ? configuration.backlogLimit.map(BacklogLimit.init) : nil
         let workers = makeWorkers(configuration, store: backend.store, announce: backend.announce, wakes: wakes,
@@ -51,8 +53,39 @@ public enum EchoRelayServer {
             + apiServices(configuration, store: backend.store, backlog: backlog, ready: schemaReady, metrics: metrics, logger: logger)
             + poller
             + (configuration.role.runsWorkers ? workers : [])
+        let announceListening: @Sendable (Int) async -> Void = { port in
+            await announce(configuration, firstRun: firstRun, port: port, logger: logger)
+            await onServerRunning(port)
+        }
         return httpApplication(configuration, router: router, services: services, backend: backend, schemaReady: schemaReady,
-                               onServerRunning: onServerRunning, logger: logger)
+                               onServerRunning: announceListening, logger: logger)
+    }
+
+    /// Once the server listens: where the console is, and, on the embedded store's first run,
+    /// the secrets it made (printed only now, so a run that could not listen shows nothing).
+    static func announce(_ configuration: ServerConfiguration, firstRun: FirstRun?, port: Int, logger: Logger) async {
+        guard configuration.role.servesAPI else { return }
+        let url = localURL(host: configuration.host, port: port)
+        logger.info("console at \(url)/console, API description at \(url)/openapi.yaml")
+        do {
+            try await firstRun?.welcome(url: url, command: configuration.commandName)
+        } catch {
+            logger.error("the first run's admin token could not be made; restart serve to try again", metadata: ["error": "\(error)"])
+        }
+    }
+
+    /// A failure to listen, in the words of the check at start; nil for any other error.
+    public static func listenRefusal(_ error: any Error, host: String, port: Int) -> ConfigurationError? {
+        ListenAddress.refusal(error, host: host, port: port)
+    }
+
+    /// The address a browser or client on this machine uses to reach the server.
+    static func localURL(host: String, port: Int) -> String {
+        switch host {
+        case "0.0.0.0": "http://127.0.0.1:\(port)"
+        case "::": "http://[::1]:\(port)"
+        default: host.contains(":") ? "http://[\(host)]:\(port)" : "http://\(host):\(port)"
+        }
     }
 
     /// A process that ingests and verifies verifies what it ingests, without a claim.
@@ -156,12 +189,12 @@ public enum EchoRelayServer {
     static func prepareEmbeddedStore(
         _ backend: StoreBackend, _ configuration: ServerConfiguration, _ ingestSecrets: [WebhookSecret], _ schemaReady: Gate,
         logger: Logger
-    ) async throws -> [WebhookSecret] {
+    ) async throws -> FirstRun? {
         guard let sqlite = backend.sqlite else {
             if configuration.adminToken == nil {
                 logger.warning("ECHORELAY_ADMIN_TOKEN is not set: only tokens made with `echorelay tokens create` are accepted")
             }
-            return ingestSecrets
+            return nil
         }
         do {
             if configuration.migrateAtStart {
@@ -169,11 +202,9 @@ public enum EchoRelayServer {
                 logger.info("embedded store is current", metadata: ["path": "\(sqlite.path)", "migrations.applied": "\(applied.count)"])
                 schemaReady.open()
             }
-            let firstRun = try await FirstRun.prepare(
+            return try await FirstRun.prepare(
                 store: sqlite, ingestSecrets: ingestSecrets, adminToken: configuration.adminToken, logger: logger
             )
-            firstRun.printWelcome(host: configuration.host, port: configuration.port)
-            return firstRun.ingestSecrets
         } catch {
             try? await sqlite.close()
             throw error

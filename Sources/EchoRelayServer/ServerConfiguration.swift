@@ -50,6 +50,10 @@ public struct ServerConfiguration: Sendable {
     /// must carry echo headers.
     public var oauth2: OAuth2Configuration?
 
+    /// How the first-run welcome spells this program in the commands it prints: `echorelay`
+    /// when that is on PATH, else the way it was started (`swift run echorelay`).
+    public var commandName = "echorelay"
+
     /// A few seconds of drain on two cores. A larger backlog drains slower (more parked
     /// queues behind each head, larger scans): at twice the sustained rate, completions fell to
     /// 0.43–0.75× of it with 10,000 and held at 0.80–0.98× with 2,000 (BENCHMARKS.md, run R).
@@ -188,7 +192,7 @@ public struct EchoConfiguration: Sendable {
     func validate() throws {
         guard timeout > .zero else { throw ConfigurationError(setting: "ECHORELAY_ECHO_TIMEOUT", reason: "must be positive") }
         guard lease > timeout else {
-            throw ConfigurationError(setting: "ECHORELAY_LEASE", reason: "must be longer than ECHORELAY_ECHO_TIMEOUT, so a live worker always finishes before its item is handed to another")
+            throw ConfigurationError(setting: "ECHORELAY_LEASE", reason: "must be longer than ECHORELAY_ECHO_TIMEOUT (\(DurationText.format(timeout))), got \(DurationText.format(lease)), so a live worker always finishes before its item is handed to another")
         }
         guard concurrency > 0 else { throw ConfigurationError(setting: "ECHORELAY_VERIFY_CONCURRENCY", reason: "must be at least 1") }
     }
@@ -257,7 +261,7 @@ public struct DeliveryConfiguration: Sendable {
     func validate(lease: Duration) throws {
         guard timeout > .zero else { throw ConfigurationError(setting: "ECHORELAY_DELIVERY_TIMEOUT", reason: "must be positive") }
         guard lease > timeout else {
-            throw ConfigurationError(setting: "ECHORELAY_LEASE", reason: "must be longer than ECHORELAY_DELIVERY_TIMEOUT, so a live worker always finishes before its delivery is handed to another")
+            throw ConfigurationError(setting: "ECHORELAY_LEASE", reason: "must be longer than ECHORELAY_DELIVERY_TIMEOUT (\(DurationText.format(timeout))), got \(DurationText.format(lease)), so a live worker always finishes before its delivery is handed to another")
         }
         guard concurrency > 0 else { throw ConfigurationError(setting: "ECHORELAY_DELIVERY_CONCURRENCY", reason: "must be at least 1") }
         if let subscriberCAFile, let problem = SubscriberCAFile.problem(subscriberCAFile) {

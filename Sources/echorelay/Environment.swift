@@ -50,7 +50,7 @@ enum Setting {
         }
         let poll = SecurityEventPollSettings(
             url: optional[3].1, token: optional[4].1.map(Secret.init),
-            maxEvents: try integer(polling.setPollMaxEvents, S.setPollMaxEvents), wait: try duration(polling.setPollWait, S.setPollWait)
+            maxEvents: try integer(polling.setPollMaxEvents, S.setPollMaxEvents, in: 1...1000), wait: try duration(polling.setPollWait, S.setPollWait)
         )
         return SecurityEventReceiverSettings(issuer: required[0].1!, audience: required[1].1!, jwksURL: optional[0].1,
                                              allowHTTP: allowHTTP, pushToken: optional[1].1.map(Secret.init),
@@ -89,9 +89,15 @@ enum Setting {
         flag || value(nil, setting.variable) == "1"
     }
 
-    static func integer(_ flag: Int?, _ setting: ServeSetting) throws -> Int {
-        if let flag { return flag }
-        return try parsed(setting, must: "a whole number") { Int($0) }
+    /// A whole number in `range`: anything outside it is refused at start, never wrapped or
+    /// taken as something else (a port of 70000 is not port 4464).
+    static func integer(_ flag: Int?, _ setting: ServeSetting, in range: ClosedRange<Int>) throws -> Int {
+        let text = try flag.map(String.init) ?? required(setting)
+        guard let value = Int(text), range.contains(value) else {
+            throw ConfigurationError(setting: setting.variable,
+                                     reason: "must be a whole number from \(range.lowerBound) to \(range.upperBound), got \"\(text)\"")
+        }
+        return value
     }
 
     static func duration(_ flag: String?, _ setting: ServeSetting) throws -> Duration {

@@ -158,6 +158,14 @@ struct ServeCommand: AsyncParsableCommand {
     @OptionGroup var logging: LoggingOptions
 
     func run() async throws {
+        do {
+            try await serve()
+        } catch let error as ConfigurationError {
+            throw ServeSettings.naming(error)
+        }
+    }
+
+    func serve() async throws {
         // First, before anything starts the event loops: the count is read when they start.
         if let threads = try Setting.threads(threads) { NIOSingletons.groupLoopCountSuggestion = threads }
         // Then the tasks run on those event loops too, instead of on Swift's own pool: a
@@ -168,12 +176,18 @@ struct ServeCommand: AsyncParsableCommand {
         NIOSingletons.unsafeTryInstallSingletonPosixEventLoopGroupAsConcurrencyGlobalExecutor()
         let logger = try logging.bootstrap(label: "echorelay")
         var configuration = try serverConfiguration()
+        configuration.commandName = CommandName.current()
         if Setting.isOn(demo, ServeSettings.demo) {
             configuration.enableDemo()
             logger.warning("demo mode: OAuth Echo and OAuth 2 are accepted from the stand-in provider on \(DemoDefaults.providerHostAndPort) over http, and subscribers may be on loopback; never in production")
         }
         let app = try await EchoRelayServer.makeApplication(configuration, logger: logger)
-        try await app.runService()  // SIGTERM and SIGINT shut down gracefully
+        do {
+            try await app.runService()  // SIGTERM and SIGINT shut down gracefully
+        } catch {
+            // Taken between the check at start and the bind: said as the check says it.
+            throw EchoRelayServer.listenRefusal(error, host: configuration.host, port: configuration.port) ?? error
+        }
     }
 
     /// Every setting from its flag, else its environment variable, else its default
@@ -182,7 +196,7 @@ struct ServeCommand: AsyncParsableCommand {
         typealias S = ServeSettings
         return ServerConfiguration(
             host: try Setting.required(S.host, host),
-            port: try Setting.integer(port, S.port),
+            port: try Setting.integer(port, S.port, in: 1...65_535),
             databaseURL: Setting.text(databaseURL, S.databaseURL).map(Secret.init),
             ingestSecrets: Setting.list(ingestSecrets, S.ingestSecrets).map(Secret.init),
             adminToken: Setting.text(adminToken, S.adminToken).map(Secret.init),
@@ -196,7 +210,7 @@ struct ServeCommand: AsyncParsableCommand {
                 timeout: try Setting.duration(echoTimeout, S.echoTimeout),
                 retrySchedule: try Setting.durations(echoRetrySchedule, S.echoRetrySchedule),
                 lease: try Setting.duration(lease, S.lease),
-                concurrency: try Setting.integer(verifyConcurrency, S.verifyConcurrency)
+                concurrency: try Setting.integer(verifyConcurrency, S.verifyConcurrency, in: 1...4_096)
             ),
             delivery: DeliveryConfiguration(
                 timeout: try Setting.duration(deliveryTimeout, S.deliveryTimeout),
@@ -205,9 +219,9 @@ struct ServeCommand: AsyncParsableCommand {
                 allowPrivateSubscribers: Setting.isOn(allowPrivateSubscribers, S.allowPrivateSubscribers),
                 privateSubscribers: try Setting.privateSubscribers(privateSubscribers),
                 subscriberCAFile: Setting.text(subscriberCAFile, S.subscriberCAFile),
-                concurrency: try Setting.integer(deliveryConcurrency, S.deliveryConcurrency),
-                perSubscriptionConcurrency: try Setting.integer(subscriptionConcurrency, S.subscriptionConcurrency),
-                replayRate: try Setting.integer(replayRate, S.replayRate)
+                concurrency: try Setting.integer(deliveryConcurrency, S.deliveryConcurrency, in: 1...4_096),
+                perSubscriptionConcurrency: try Setting.integer(subscriptionConcurrency, S.subscriptionConcurrency, in: 1...4_096),
+                replayRate: try Setting.integer(replayRate, S.replayRate, in: 1...100_000)
             ),
             requestTimeout: try Setting.duration(requestTimeout, S.requestTimeout),
             shutdownGrace: try Setting.duration(shutdownGrace, S.shutdownGrace),

@@ -1,4 +1,5 @@
 import ArgumentParser
+import EchoRelayServer
 
 /// One setting of `serve`: its flag, its environment variable, what it is when neither is
 /// given, and its help. `ServeSettings` is the table of them all; `serve --help` and its
@@ -151,6 +152,13 @@ enum ServeSettings {
         help: "Log level: trace, debug, info, notice, warning, error, critical.")
     static let logFormat = ServeSetting("log-format", "ECHORELAY_LOG_FORMAT", .value("text"),
         help: "Log format on standard error: text, or json (one object per line, with event.id, user.id and subscription.id as keys).")
+
+    /// The error with its setting named both ways, `ECHORELAY_PORT (--port)`, so it can be
+    /// fixed where it was given.
+    static func naming(_ error: ConfigurationError) -> ConfigurationError {
+        guard let setting = all.first(where: { $0.variable == error.setting }) else { return error }
+        return ConfigurationError(setting: "\(setting.variable) (--\(setting.flag))", reason: error.reason)
+    }
 
     static let all: [ServeSetting] = [
         host, port, databaseURL, demo, ingestSecrets, secretKey, adminToken, noMigrate, role, consumerKey, echoAllowedHosts, echoAllowHTTP, echoTimeout, echoRetrySchedule,

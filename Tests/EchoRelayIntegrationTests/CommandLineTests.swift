@@ -96,7 +96,7 @@ import Glibc
             let result = try await ChildProcess.run(["serve", "--port", String(try freeLoopbackPort())] + flag,
                                                     environment: environment.merging(variable) { $1 })
             #expect(result.status != 0)
-            #expect(result.stderr.contains("ECHORELAY_BACKLOG_LIMIT: must be a whole number of events from 1 to 100000000, or off, got \"\(value)\""),
+            #expect(result.stderr.contains("ECHORELAY_BACKLOG_LIMIT (--backlog-limit): must be a whole number of events from 1 to 100000000, or off, got \"\(value)\""),
                     "\(result.stderr)")
         }
     }
@@ -108,7 +108,7 @@ import Glibc
             "ECHORELAY_CONSUMER_KEY": "k", "ECHORELAY_ECHO_ALLOWED_HOSTS": "api.example.com",
         ])
         #expect(result.status != 0)
-        #expect(result.stderr.contains("ECHORELAY_PRIVATE_SUBSCRIBERS: \"10.20.0.1/16\" has bits set past its /16 prefix"), "\(result.stderr)")
+        #expect(result.stderr.contains("ECHORELAY_PRIVATE_SUBSCRIBERS (--private-subscribers): \"10.20.0.1/16\" has bits set past its /16 prefix"), "\(result.stderr)")
     }
 
     /// A subscriber CA file that cannot be used stops `serve` at start, not every webhook later.
@@ -123,7 +123,7 @@ import Glibc
                 "ECHORELAY_CONSUMER_KEY": "k", "ECHORELAY_ECHO_ALLOWED_HOSTS": "api.example.com", "ECHORELAY_SUBSCRIBER_CA_FILE": path,
             ])
             #expect(result.status != 0)
-            #expect(result.stderr.contains("ECHORELAY_SUBSCRIBER_CA_FILE: " + reason), "\(result.stderr)")
+            #expect(result.stderr.contains("ECHORELAY_SUBSCRIBER_CA_FILE (--subscriber-ca-file): " + reason), "\(result.stderr)")
         }
     }
 
@@ -131,14 +131,14 @@ import Glibc
     /// never quoting the push token.
     @Test(arguments: [
         (["ECHORELAY_SET_ISSUER": "https://idp.example/"],
-         "ECHORELAY_SET_AUDIENCE: is required to receive Shared Signals (ECHORELAY_SET_ISSUER is set): set ECHORELAY_SET_ISSUER and ECHORELAY_SET_AUDIENCE together"),
-        (["ECHORELAY_SET_PUSH_TOKEN": "a-push-token-of-enough-length"], "ECHORELAY_SET_ISSUER: is required to receive Shared Signals"),
+         "ECHORELAY_SET_AUDIENCE (--set-audience): is required to receive Shared Signals (ECHORELAY_SET_ISSUER is set): set ECHORELAY_SET_ISSUER and ECHORELAY_SET_AUDIENCE together"),
+        (["ECHORELAY_SET_PUSH_TOKEN": "a-push-token-of-enough-length"], "ECHORELAY_SET_ISSUER (--set-issuer): is required to receive Shared Signals"),
         (["ECHORELAY_SET_ISSUER": "https://idp.example/", "ECHORELAY_SET_AUDIENCE": "echorelay",
           "ECHORELAY_SET_JWKS_URL": "http://idp.example/jwks.json"],
-         "ECHORELAY_SET_JWKS_URL: must use https (plain http only with ECHORELAY_SET_ALLOW_HTTP=1)"),
+         "ECHORELAY_SET_JWKS_URL (--set-jwks-url): must use https (plain http only with ECHORELAY_SET_ALLOW_HTTP=1)"),
         (["ECHORELAY_SET_ISSUER": "https://idp.example/", "ECHORELAY_SET_AUDIENCE": "echorelay",
           "ECHORELAY_SET_JWKS_URL": "https://idp.example/jwks.json", "ECHORELAY_SET_PUSH_TOKEN": "short-secret"],
-         "ECHORELAY_SET_PUSH_TOKEN: must be at least 16 characters long"),
+         "ECHORELAY_SET_PUSH_TOKEN (--set-push-token): must be at least 16 characters long"),
     ])
     func serveRefusesSharedSignalsSettingsThatCannotServe(settings: [String: String], message: String) async throws {
         let result = try await ChildProcess.run(["serve", "--port", String(try freeLoopbackPort())], environment: [
@@ -177,7 +177,7 @@ import Glibc
             "ECHORELAY_THREADS": value,
         ].merging(Self.echoEnvironment) { $1 })
         #expect(result.status != 0)
-        #expect(result.stderr.contains("ECHORELAY_THREADS: must be a whole number from 1 to 1024, got \"\(value)\""), "\(result.stderr)")
+        #expect(result.stderr.contains("ECHORELAY_THREADS (--threads): must be a whole number from 1 to 1024, got \"\(value)\""), "\(result.stderr)")
     }
 
     @Test func serveRefusesABadDatabaseURLWithoutRepeatingIt() async throws {

@@ -21,23 +21,23 @@ import Glibc
 
     @Test(arguments: [
         (["ECHORELAY_OAUTH2_INTROSPECTION_URL": "https://idp.example/oauth2/introspect"],
-         "ECHORELAY_OAUTH2_CLIENT_ID: is required with ECHORELAY_OAUTH2_INTROSPECTION_URL: re-verifying over OAuth 2 needs ECHORELAY_OAUTH2_INTROSPECTION_URL, ECHORELAY_OAUTH2_CLIENT_ID and ECHORELAY_OAUTH2_CLIENT_SECRET together"),
+         "ECHORELAY_OAUTH2_CLIENT_ID (--oauth2-client-id): is required with ECHORELAY_OAUTH2_INTROSPECTION_URL: re-verifying over OAuth 2 needs ECHORELAY_OAUTH2_INTROSPECTION_URL, ECHORELAY_OAUTH2_CLIENT_ID and ECHORELAY_OAUTH2_CLIENT_SECRET together"),
         (["ECHORELAY_OAUTH2_INTROSPECTION_URL": "https://idp.example/oauth2/introspect", "ECHORELAY_OAUTH2_CLIENT_ID": "echorelay"],
-         "ECHORELAY_OAUTH2_CLIENT_SECRET: is required with ECHORELAY_OAUTH2_INTROSPECTION_URL"),
-        (["ECHORELAY_OAUTH2_CLIENT_SECRET": secret], "ECHORELAY_OAUTH2_INTROSPECTION_URL: is required with ECHORELAY_OAUTH2_CLIENT_SECRET"),
+         "ECHORELAY_OAUTH2_CLIENT_SECRET (--oauth2-client-secret): is required with ECHORELAY_OAUTH2_INTROSPECTION_URL"),
+        (["ECHORELAY_OAUTH2_CLIENT_SECRET": secret], "ECHORELAY_OAUTH2_INTROSPECTION_URL (--oauth2-introspection-url): is required with ECHORELAY_OAUTH2_CLIENT_SECRET"),
         (["ECHORELAY_OAUTH2_USERINFO_URL": "https://idp.example/oauth2/userinfo"],
-         "ECHORELAY_OAUTH2_INTROSPECTION_URL: is required with ECHORELAY_OAUTH2_USERINFO_URL"),
-        (["ECHORELAY_OAUTH2_ALLOW_HTTP": "1"], "ECHORELAY_OAUTH2_INTROSPECTION_URL: is required with ECHORELAY_OAUTH2_ALLOW_HTTP"),
+         "ECHORELAY_OAUTH2_INTROSPECTION_URL (--oauth2-introspection-url): is required with ECHORELAY_OAUTH2_USERINFO_URL"),
+        (["ECHORELAY_OAUTH2_ALLOW_HTTP": "1"], "ECHORELAY_OAUTH2_INTROSPECTION_URL (--oauth2-introspection-url): is required with ECHORELAY_OAUTH2_ALLOW_HTTP"),
         (complete.merging(["ECHORELAY_OAUTH2_INTROSPECTION_URL": "http://idp.example/oauth2/introspect"]) { $1 },
-         "ECHORELAY_OAUTH2_INTROSPECTION_URL: must use https (plain http only with ECHORELAY_OAUTH2_ALLOW_HTTP=1, for local testing)"),
+         "ECHORELAY_OAUTH2_INTROSPECTION_URL (--oauth2-introspection-url): must use https (plain http only with ECHORELAY_OAUTH2_ALLOW_HTTP=1, for local testing)"),
         (complete.merging(["ECHORELAY_OAUTH2_USERINFO_URL": "/oauth2/userinfo"]) { $1 },
-         "ECHORELAY_OAUTH2_USERINFO_URL: must be an absolute URL such as https://idp.example.com/oauth2/introspect"),
+         "ECHORELAY_OAUTH2_USERINFO_URL (--oauth2-userinfo-url): must be an absolute URL such as https://idp.example.com/oauth2/introspect"),
         (complete.merging(["ECHORELAY_OAUTH2_INTROSPECTION_URL": "https://echorelay:\(secret)@idp.example/introspect"]) { $1 },
-         "ECHORELAY_OAUTH2_INTROSPECTION_URL: must not carry credentials"),
+         "ECHORELAY_OAUTH2_INTROSPECTION_URL (--oauth2-introspection-url): must not carry credentials"),
         // Neither provider at all: OAuth Echo's settings are asked for, naming OAuth 2 as the other way.
-        ([:], "ECHORELAY_CONSUMER_KEY: is required: the app's OAuth consumer key, which every echo header must carry (or re-verify over OAuth 2 only: ECHORELAY_OAUTH2_INTROSPECTION_URL"),
+        ([:], "ECHORELAY_CONSUMER_KEY (--consumer-key): is required: the app's OAuth consumer key, which every echo header must carry (or re-verify over OAuth 2 only: ECHORELAY_OAUTH2_INTROSPECTION_URL"),
         // OAuth Echo half-configured beside OAuth 2 is still refused.
-        (complete.merging(["ECHORELAY_ECHO_ALLOWED_HOSTS": "api.example.com"]) { $1 }, "ECHORELAY_CONSUMER_KEY: is required"),
+        (complete.merging(["ECHORELAY_ECHO_ALLOWED_HOSTS": "api.example.com"]) { $1 }, "ECHORELAY_CONSUMER_KEY (--consumer-key): is required"),
     ])
     func serveRefusesAHalfConfiguredProviderNamingTheSetting(settings: [String: String], message: String) async throws {
         let result = try await ChildProcess.run(["serve", "--port", String(try freeLoopbackPort())],
