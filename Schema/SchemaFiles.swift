@@ -29,6 +29,7 @@ public enum SchemaFiles {
         File(version: 17, name: "017_parked_heads_by_key.sql", sql: text(PackageResources._17_parked_heads_by_key_sql)),
         File(version: 18, name: "018_oauth2.sql", sql: text(PackageResources._18_oauth2_sql)),
         File(version: 19, name: "019_shared_signals.sql", sql: text(PackageResources._19_shared_signals_sql)),
+        File(version: 20, name: "020_delivery_by_webhook_id.sql", sql: text(PackageResources._20_delivery_by_webhook_id_sql)),
     ]
 
     /// SQLite migrations for the embedded store, in the order they apply. Their names carry
@@ -46,6 +47,7 @@ public enum SchemaFiles {
         File(version: 10, name: "010_sqlite_retention.sql", sql: text(PackageResources._10_sqlite_retention_sql)),
         File(version: 11, name: "011_sqlite_oauth2.sql", sql: text(PackageResources._11_sqlite_oauth2_sql)),
         File(version: 12, name: "012_sqlite_shared_signals.sql", sql: text(PackageResources._12_sqlite_shared_signals_sql)),
+        File(version: 13, name: "013_sqlite_delivery_by_webhook_id.sql", sql: text(PackageResources._13_sqlite_delivery_by_webhook_id_sql)),
     ]
 
     private static func text(_ bytes: [UInt8]) -> String {

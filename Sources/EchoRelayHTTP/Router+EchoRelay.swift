@@ -90,6 +90,8 @@ public func buildRouter(servesAPI: Bool = true, _ dependencies: HTTPDependencies
     ).addRoutes(to: router)
     SubscriptionDeliveriesController(store: dependencies.store, authorizer: dependencies.authorizer,
                                      sendTestDelivery: dependencies.sendTestDelivery).addRoutes(to: router)
+    DeliveryLookupController(store: dependencies.store, authorizer: dependencies.authorizer).addRoutes(to: router)
+    TokensController(store: dependencies.store, authorizer: dependencies.authorizer).addRoutes(to: router)
     ConsoleController(
         store: dependencies.store,
         sessions: ConsoleSessions(store: dependencies.store, authorizer: dependencies.authorizer, now: dependencies.now),

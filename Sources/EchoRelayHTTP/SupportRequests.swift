@@ -208,6 +208,44 @@ public struct StreamVerifyRequest: Sendable, Equatable {
     }
 }
 
+/// `POST /v1/tokens`: the new token's role and name, and why (optional, for the audit log).
+public struct TokenCreateRequest: Sendable, Equatable {
+    public var role: Role
+    public var name: String
+    public var reason: String?
+
+    public static func parse(_ body: some Collection<UInt8>) throws(EventParseError) -> TokenCreateRequest {
+        var reader = try SupportBodyReader(body)
+        let role = reader.string("role") { Role(rawValue: $0) == nil ? "must be admin, support or app" : nil }
+        let name = reader.string("name") { text in
+            do throws(AccessTokenNameError) {
+                try AccessTokenName.validate(text)
+                return nil
+            } catch {
+                return error.reason
+            }
+        }
+        if role == nil, !reader.hasProblem("role") { reader.problem("role", "is required: admin, support or app") }
+        if name == nil, !reader.hasProblem("name") { reader.problem("name", "is required: what the token is for, 1 to 100 printable characters") }
+        let reason = reader.reason(required: false)
+        try reader.finish()
+        return TokenCreateRequest(role: Role(rawValue: role!)!, name: name!, reason: reason)
+    }
+}
+
+/// `POST /v1/tokens/{id}/revoke`: an empty body, or `{"reason": …}` for the audit log.
+public struct TokenRevokeRequest: Sendable, Equatable {
+    public var reason: String?
+
+    public static func parse(_ body: some Collection<UInt8>) throws(EventParseError) -> TokenRevokeRequest {
+        guard !body.isEmpty else { return TokenRevokeRequest(reason: nil) }
+        var reader = try SupportBodyReader(body)
+        let reason = reader.reason(required: false)
+        try reader.finish()
+        return TokenRevokeRequest(reason: reason)
+    }
+}
+
 /// Reads the fields of one JSON object body, collecting a problem per bad field. A getter
 /// returns nil both for an absent field and a bad one; `finish` throws if any was bad.
 private struct SupportBodyReader {

@@ -22,6 +22,34 @@ extension PostgresEventStore: SubscriptionDeliveryStore {
             """, SubscriptionDelivery.init(row:))
     }
 
+    public func deliveries(webhookID: String) async throws -> WebhookDeliveries? {
+        try await wrapped {
+            var found: WebhookDeliveries?
+            var order: [Int64] = []
+            var records: [Int64: DeliveryRecord] = [:]
+            // deliveries_webhook (webhook_id).
+            let rows = try await client.query("""
+                SELECT \(unescaped: DeliveryRecord.columns), event_id FROM deliveries WHERE webhook_id = \(webhookID) ORDER BY id
+                """, logger: logger)
+            for row in try await rows.storeRows() {
+                let id = try row.int64(0)
+                records[id] = try DeliveryRecord(row: row)
+                order.append(id)
+                if found == nil { found = WebhookDeliveries(eventID: try row.string(8), subscriptionID: try row.string(1), deliveries: []) }
+            }
+            guard var found else { return nil }
+            let attempts = try await client.query("""
+                SELECT \(unescaped: DeliveryAttempt.columns), a.delivery_id
+                FROM delivery_attempts a WHERE a.delivery_id = ANY (\(order)) ORDER BY a.id
+                """, logger: logger)
+            for row in try await attempts.storeRows() {
+                records[try row.int64(6)]?.attempts.append(try DeliveryAttempt(row: row))
+            }
+            found.deliveries = order.compactMap { records[$0] }
+            return found
+        }
+    }
+
     public func deliveryAttempts(subscriptionID: String, deliveryID: Int64) async throws -> [DeliveryAttempt]? {
         // The delivery's own row first, so that one without attempts is told from none at all.
         let found: [DeliveryAttempt?] = try await rows("""

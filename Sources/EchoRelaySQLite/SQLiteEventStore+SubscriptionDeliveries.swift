@@ -24,6 +24,31 @@ extension SQLiteEventStore {
         }
     }
 
+    public func deliveries(webhookID: String) async throws -> WebhookDeliveries? {
+        try await session.read { db in
+            var found: WebhookDeliveries?
+            var order: [Int64] = []
+            var records: [Int64: DeliveryRecord] = [:]
+            for row in try await db.rows("SELECT \(DeliveryRecord.columns), event_id FROM deliveries WHERE webhook_id = ?1 ORDER BY id",
+                                         [webhookID]) {
+                let id = try row.int64(0)
+                records[id] = try DeliveryRecord(row: row)
+                order.append(id)
+                if found == nil { found = WebhookDeliveries(eventID: try row.string(8), subscriptionID: try row.string(1), deliveries: []) }
+            }
+            guard var found else { return nil }
+            for row in try await db.rows("""
+                SELECT \(DeliveryAttempt.columns), a.delivery_id
+                FROM delivery_attempts a JOIN deliveries d ON d.id = a.delivery_id
+                WHERE d.webhook_id = ?1 ORDER BY a.id
+                """, [webhookID]) {
+                records[try row.int64(6)]?.attempts.append(try DeliveryAttempt(row: row))
+            }
+            found.deliveries = order.compactMap { records[$0] }
+            return found
+        }
+    }
+
     public func deliveryAttempts(subscriptionID: String, deliveryID: Int64) async throws -> [DeliveryAttempt]? {
         try await session.read { db in
             guard try await !db.rows("SELECT 1 FROM deliveries WHERE id = ?1 AND subscription_id = ?2",

@@ -32,6 +32,12 @@ public enum DatabaseLocation: Sendable, Equatable {
             reason: "must be a postgres://user:password@host:5432/database URL or sqlite:PATH (unset: the embedded echorelay.sqlite)"
         )
     }
+
+    /// Whether opening failed because a running `serve` holds the embedded file.
+    public static func isHeldByAnotherProcess(_ error: any Error) -> Bool {
+        if case SQLiteStoreError.locked = error { return true }
+        return false
+    }
 }
 
 /// The opened store and what comes with it: the services that must run beside it, how to

@@ -16,7 +16,7 @@ struct EchoRelayCommand: AsyncParsableCommand {
             ServeCommand.self, MigrateCommand.self, TokensCommand.self, SecretCommand.self, SecretKeyCommand.self,
             ResealCommand.self, PruneCommand.self, EchoSignCommand.self,
             // Clients of the HTTP API, for support staff and administrators (ECHORELAY_URL, ECHORELAY_TOKEN).
-            EventsCommand.self, ReplayCommand.self, ReplaysCommand.self, DeadLettersCommand.self, AuditCommand.self, SetsCommand.self,
+            EventsCommand.self, DeliveriesCommand.self, ReplayCommand.self, ReplaysCommand.self, DeadLettersCommand.self, AuditCommand.self, SetsCommand.self,
             SubscriptionsCommand.self,
             // A tour of the whole pipeline against `serve --demo`.
             DemoCommand.self,

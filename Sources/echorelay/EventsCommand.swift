@@ -128,8 +128,8 @@ struct EventsCommand: AsyncParsableCommand {
             var sections = [TextOutput.block([
                 ("event", event.id), ("type", event.type), ("user", event.user_id), ("sequence", String(event.sequence)),
                 ("status", event.status), ("reason", TextOutput.orDash(event.reason)), ("path", event.path),
-                ("occurred at", event.occurred_at), ("received at", event.received_at),
-                ("decided at", TextOutput.orDash(event.decided_at)), ("verified at", TextOutput.orDash(event.verified_at)),
+                ("occurred at", TextOutput.instant(event.occurred_at)), ("received at", TextOutput.instant(event.received_at)),
+                ("decided at", TextOutput.instant(event.decided_at)), ("verified at", TextOutput.instant(event.verified_at)),
                 ("provider", provider),
             ] + (event.security_event.map { origin in
                 [("received as", "SET \(origin.jti) from \(origin.issuer), \(origin.event_type)")]
@@ -138,25 +138,30 @@ struct EventsCommand: AsyncParsableCommand {
                 sections.append("no deliveries")
             }
             for (index, delivery) in event.deliveries.enumerated() {
-                var lines = ["delivery \(index + 1) of \(event.deliveries.count)"]
-                lines.append(TextOutput.block([
-                    ("subscription", delivery.subscription_id), ("replay", TextOutput.orDash(delivery.replay_id)),
-                    ("webhook id", delivery.webhook_id), ("status", delivery.status), ("created at", delivery.created_at),
-                    ("finished at", TextOutput.orDash(delivery.finished_at)),
-                    ("next try at", TextOutput.orDash(delivery.next_attempt_at)),
-                ], indent: "  "))
-                if delivery.attempts.isEmpty {
-                    lines.append("  no attempts yet")
-                } else {
-                    lines.append("  attempts:")
-                    lines.append(TextOutput.table(["#", "STARTED", "TOOK", "HTTP", "RESULT"], delivery.attempts.enumerated().map { number, attempt in
-                        [String(number + 1), TextOutput.time(attempt.started_at), "\(attempt.duration_ms)ms",
-                         attempt.status_code.map(String.init) ?? "-", attempt.result]
-                    }, indent: "    "))
-                }
-                sections.append(lines.joined(separator: "\n"))
+                sections.append(deliveryText(delivery, heading: "delivery \(index + 1) of \(event.deliveries.count)"))
             }
             return sections.joined(separator: "\n\n")
+        }
+
+        /// One delivery and its attempts, under `heading`.
+        static func deliveryText(_ delivery: API.Delivery, heading: String) -> String {
+            var lines = [heading]
+            lines.append(TextOutput.block([
+                ("subscription", delivery.subscription_id), ("replay", TextOutput.orDash(delivery.replay_id)),
+                ("webhook id", delivery.webhook_id), ("status", delivery.status), ("created at", TextOutput.instant(delivery.created_at)),
+                ("finished at", TextOutput.instant(delivery.finished_at)),
+                ("next try at", TextOutput.instant(delivery.next_attempt_at)),
+            ], indent: "  "))
+            if delivery.attempts.isEmpty {
+                lines.append("  no attempts yet")
+            } else {
+                lines.append("  attempts:")
+                lines.append(TextOutput.table(["#", "STARTED", "TOOK", "HTTP", "RESULT"], delivery.attempts.enumerated().map { number, attempt in
+                    [String(number + 1), TextOutput.time(attempt.started_at), "\(attempt.duration_ms)ms",
+                     attempt.status_code.map(String.init) ?? "-", attempt.result]
+                }, indent: "    "))
+            }
+            return lines.joined(separator: "\n")
         }
     }
 }
@@ -164,12 +169,13 @@ struct EventsCommand: AsyncParsableCommand {
 // MARK: - Answers
 
 extension API.DeliveryCounts {
-    /// "3: 2 delivered, 1 dead (1 replay)", naming only the counts that are not zero.
+    /// "2 of 3 delivered, 1 dead (1 replay)": how many of the event's deliveries arrived,
+    /// then the others that are not zero.
     var summary: String {
         guard total > 0 else { return "none" }
-        let parts = [(delivered, "delivered"), (pending, "pending"), (dead, "dead"), (cancelled, "cancelled")]
-            .filter { $0.0 > 0 }.map { "\($0.0) \($0.1)" }
-        return "\(total): " + parts.joined(separator: ", ") + (replays > 0 ? " (\(TextOutput.count(replays, "replay", "replays")))" : "")
+        let others = [(pending, "pending"), (dead, "dead"), (cancelled, "cancelled")].filter { $0.0 > 0 }.map { "\($0.0) \($0.1)" }
+        return (["\(delivered) of \(total) delivered"] + others).joined(separator: ", ")
+            + (replays > 0 ? " (\(TextOutput.count(replays, "replay", "replays")))" : "")
     }
 }
 

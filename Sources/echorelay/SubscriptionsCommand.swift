@@ -244,7 +244,7 @@ struct SubscriptionsCommand: AsyncParsableCommand {
 }
 
 /// No body: the API reads none for these actions.
-private struct EmptyBody: Encodable {}
+struct EmptyBody: Encodable {}
 
 extension API.Subscription {
     var stateText: String {

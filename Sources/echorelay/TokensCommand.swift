@@ -8,7 +8,8 @@ import Logging
 
 /// `echorelay tokens`: issues, lists and revokes the bearer tokens of the API. Like
 /// `migrate`, it works on the database directly, so it needs no running server and no token
-/// of its own: whoever can reach the database is already trusted.
+/// of its own: whoever can reach the database is already trusted. While a running `serve`
+/// holds the embedded file, it goes through that server's `/v1/tokens` with an admin token.
 struct TokensCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "tokens",
@@ -19,6 +20,10 @@ struct TokensCommand: AsyncParsableCommand {
             subscriptions). Only a SHA-256 of each token is stored, so a token is shown once, when it is \
             created, and cannot be shown again: create a new one instead. ECHORELAY_ADMIN_TOKEN, when set on \
             the server, keeps working as an admin token beside these.
+
+            On the embedded store while `echorelay serve` runs (it holds the file), these commands ask that \
+            server instead, at ECHORELAY_URL (default http://127.0.0.1:8080) with ECHORELAY_TOKEN, an admin \
+            token (the first run prints one): no downtime is needed.
             """,
         subcommands: [Create.self, List.self, Revoke.self]
     )
@@ -55,13 +60,18 @@ struct TokensCommand: AsyncParsableCommand {
         func run() async throws {
             let role = Role(rawValue: role)!  // checked in validate()
             let name = name
-            let (record, token) = try await database.withStore { store in
+            let (record, token) = try await database.withStoreOrServer { store in
                 let created = try await store.createAccessToken(name: name, role: role)
                 try await store.recordAudit(actor: .commandLine, action: "token.create", target: created.record.id, filter: nil,
                                             matched: nil, reason: nil)
-                return created
+                return (API.AccessToken(created.record), created.token.revealed)
+            } server: { api throws(ClientError) in
+                let created = try await api.post(["v1", "tokens"], body: API.AccessTokenInput(role: role.rawValue, name: name))
+                    .decode(API.CreatedAccessToken.self)
+                return (API.AccessToken(id: created.id, name: created.name, role: created.role, created_at: created.created_at,
+                                        revoked_at: created.revoked_at), created.token)
             }
-            print("created \(record.role.rawValue) token \"\(record.name)\" (\(record.id)); it is shown only now: \(token.revealed)")
+            print("created \(record.role) token \"\(record.name)\" (\(record.id)); it is shown only now: \(token)")
         }
     }
 
@@ -76,25 +86,24 @@ struct TokensCommand: AsyncParsableCommand {
         @OptionGroup var database: TokenDatabaseOptions
 
         func run() async throws {
-            let records = try await database.withStore { store in try await store.accessTokens() }
+            let records = try await database.withStoreOrServer { store in
+                try await store.accessTokens().map(API.AccessToken.init)
+            } server: { api throws(ClientError) in
+                try await api.get(["v1", "tokens"]).decode(API.AccessTokenList.self).tokens
+            }
             print(json ? try Self.json(records) : Self.table(records))
         }
 
-        static func table(_ records: [AccessTokenRecord]) -> String {
+        static func table(_ records: [API.AccessToken]) -> String {
             guard !records.isEmpty else { return "no access tokens (create one with: echorelay tokens create)" }
             // Names are printable (`AccessTokenName`), so the table shows them as they are.
             return TextOutput.table(["ID", "NAME", "ROLE", "CREATED", "REVOKED"], records.map { record in
-                [record.id, record.name, record.role.rawValue, RFC3339.format(record.createdAt),
-                 record.revokedAt.map(RFC3339.format) ?? "-"]
+                [record.id, record.name, record.role, TextOutput.time(record.created_at), TextOutput.time(record.revoked_at)]
             })
         }
 
-        static func json(_ records: [AccessTokenRecord]) throws -> String {
-            let rows = records.map {
-                TokenListRow(id: $0.id, name: $0.name, role: $0.role.rawValue, created_at: RFC3339.format($0.createdAt),
-                             revoked_at: $0.revokedAt.map(RFC3339.format))
-            }
-            return String(decoding: try canonicalJSON(rows), as: UTF8.self)
+        static func json(_ records: [API.AccessToken]) throws -> String {
+            String(decoding: try canonicalJSON(records), as: UTF8.self)
         }
     }
 
@@ -110,7 +119,8 @@ struct TokensCommand: AsyncParsableCommand {
 
         func run() async throws {
             let id = id
-            let (record, revoked) = try await database.withStore { store in
+            let unknown = "no access token has the id \"\(id)\" (see: echorelay tokens list)"
+            let (record, revoked) = try await database.withStoreOrServer { store in
                 let revoked = try await store.revokeAccessToken(id: id)
                 if revoked {
                     try await store.recordAudit(actor: .commandLine, action: "token.revoke", target: id, filter: nil,
@@ -118,29 +128,33 @@ struct TokensCommand: AsyncParsableCommand {
                 }
                 // Read back for the confirmation, and to tell an unknown id from a revoked one.
                 guard let record = try await store.accessTokens().first(where: { $0.id == id }) else {
-                    throw TokensCommandError("no access token has the id \"\(id)\" (see: echorelay tokens list)")
+                    throw TokensCommandError(unknown)
                 }
-                return (record, revoked)
+                return (API.AccessToken(record), revoked)
+            } server: { api throws(ClientError) in
+                // Read first, to tell a token revoked now from one revoked before.
+                let before = try await api.get(["v1", "tokens"]).decode(API.AccessTokenList.self).tokens.first { $0.id == id }
+                guard let before else { throw ClientError(unknown) }
+                if before.revoked_at != nil { return (before, false) }
+                return (try await api.post(["v1", "tokens", id, "revoke"], body: EmptyBody()).decode(API.AccessToken.self), true)
             }
             if revoked {
-                print("revoked \(record.role.rawValue) token \"\(record.name)\" (\(record.id)); requests carrying it now get 401")
+                print("revoked \(record.role) token \"\(record.name)\" (\(record.id)); requests carrying it now get 401")
             } else {
                 // The token is revoked either way, so this is not a failure: scripts may repeat a revoke.
-                let when = record.revokedAt.map(RFC3339.format) ?? "an earlier time"
-                print("\(record.role.rawValue) token \"\(record.name)\" (\(record.id)) was already revoked at \(when); nothing changed")
+                let when = record.revoked_at ?? "an earlier time"
+                print("\(record.role) token \"\(record.name)\" (\(record.id)) was already revoked at \(when); nothing changed")
             }
         }
     }
 }
 
-/// One token in `tokens list --json`.
-struct TokenListRow: Encodable {
-    let id: String
-    let name: String
-    let role: String
-    let created_at: String
-    /// Null while valid, not absent.
-    @Nullable var revoked_at: String?
+extension API.AccessToken {
+    /// As `GET /v1/tokens` lists it, so that both ways of reaching the tokens print the same.
+    init(_ record: AccessTokenRecord) {
+        self.init(id: record.id, name: record.name, role: record.role.rawValue, created_at: RFC3339.format(record.createdAt),
+                  revoked_at: record.revokedAt.map(RFC3339.format))
+    }
 }
 
 /// The database and logging options every `tokens` subcommand shares.
@@ -150,6 +164,38 @@ struct TokenDatabaseOptions: ParsableArguments {
 
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical. (env: ECHORELAY_LOG_LEVEL, default: warning)")
     var logLevel: String?
+
+    @Option(help: "While a running serve holds the embedded store: the server to ask instead. (env: ECHORELAY_URL, default: http://127.0.0.1:8080)")
+    var url: String?
+
+    @Option(help: "While a running serve holds the embedded store: an admin token of that server (its first run prints one). Prefer the environment. (env: ECHORELAY_TOKEN)")
+    var token: String?
+
+    /// Runs `store` on the database; while a running `serve` holds the embedded file, runs
+    /// `server` through that server's API instead, so a token needs no downtime.
+    func withStoreOrServer<Result: Sendable>(
+        _ store: @Sendable (any EchoRelayStore) async throws -> Result,
+        server: (APIClient) async throws(ClientError) -> Result
+    ) async throws -> Result {
+        do {
+            return try await withStore(store)
+        } catch where DatabaseLocation.isHeldByAnotherProcess(error) {
+            do {
+                let token = try ClientOptions.token(token, missing: ClientError(
+                    "the embedded store is in use by a running echorelay serve, and ECHORELAY_TOKEN is not set to ask it instead",
+                    hint: "set ECHORELAY_TOKEN (or --token) to an admin token of that server (its first run printed one), and ECHORELAY_URL (or --url) if it does not listen on http://127.0.0.1:8080; or stop serve"
+                ))
+                let baseURL = try ClientOptions.baseURL(url)
+                writeToStandardError("note: the embedded store is in use by a running serve; asking it at \(baseURL) instead")
+                return try await APIClient.withHTTPClient { http in
+                    try await server(APIClient(baseURL: baseURL, token: token, http: http))
+                }
+            } catch let error as ClientError {
+                writeToStandardError(error.description)
+                throw ExitCode.failure
+            }
+        }
+    }
 
     /// Runs `body` with a store on the database, after applying any pending migrations so
     /// that a token can be created before the first `serve`. `sealer` seals and opens

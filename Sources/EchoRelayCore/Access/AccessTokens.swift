@@ -128,8 +128,9 @@ public enum AccessTokenName {
     /// Accepts 1–100 printable characters that neither start nor end with whitespace.
     public static func validate(_ name: String) throws(AccessTokenNameError) {
         guard !name.isEmpty else { throw AccessTokenNameError("must not be empty") }
-        guard name.count <= maximumLength else {
-            throw AccessTokenNameError("must be at most \(maximumLength) characters, got \(name.count)")
+        // Counted in code points, as JSON Schema's maxLength counts them.
+        guard name.unicodeScalars.count <= maximumLength else {
+            throw AccessTokenNameError("must be at most \(maximumLength) characters, got \(name.unicodeScalars.count)")
         }
         guard name.unicodeScalars.allSatisfy(isPrintable) else {
             throw AccessTokenNameError("must be printable: no control characters, tabs or line breaks")

@@ -58,8 +58,26 @@ extension SubscriptionDelivery {
     }
 }
 
+/// Every delivery that carried one `webhook-id`: the original delivery of an event to a
+/// subscription and its replays share it.
+public struct WebhookDeliveries: Sendable, Equatable {
+    public var eventID: String
+    public var subscriptionID: String
+    /// Oldest first, each with its attempts.
+    public var deliveries: [DeliveryRecord]
+
+    public init(eventID: String, subscriptionID: String, deliveries: [DeliveryRecord]) {
+        self.eventID = eventID
+        self.subscriptionID = subscriptionID
+        self.deliveries = deliveries
+    }
+}
+
 /// A subscription's own deliveries, for the app backend that owns it.
 public protocol SubscriptionDeliveryStore: Sendable {
+    /// The deliveries that carried `webhookID`; nil when none did (or they were pruned).
+    func deliveries(webhookID: String) async throws -> WebhookDeliveries?
+
     /// Newest first (by id), those before `beforeID`.
     func subscriptionDeliveries(subscriptionID: String, _ filter: SubscriptionDeliveryFilter, beforeID: Int64?,
                                 limit: Int) async throws -> [SubscriptionDelivery]

@@ -26,11 +26,16 @@ struct ConsoleController<Context: RequestContext>: Sendable {
             headers[.cacheControl] = "public, max-age=3600"
             return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: ConsoleRenderer.styleSheet)))
         }
+        // The server's front door, for a browser: where the console and the API's description are.
+        router.get("/") { _, _ in
+            renderer.render("index", ConsoleRenderer.Document(title: "EchoRelay", session: nil, page: ()))
+        }
         router.get("/console/sign-in", use: signInForm)
         router.post("/console/sign-in", use: signIn)
         router.post("/console/sign-out", use: signOut)
         router.get("/console", use: home)
         router.get("/console/users", use: findUser)
+        router.get("/console/search", use: search)
         router.get("/console/users/{user_id}", use: user)
         router.get("/console/events", use: recentEvents)
         router.get("/console/events/{id}", use: event)
@@ -217,6 +222,27 @@ struct ConsoleController<Context: RequestContext>: Sendable {
         }
     }
 
+    /// The search box: a webhook-id opens the event it carried at that delivery, an event id
+    /// the event, anything else the timeline of the user with that id.
+    @Sendable func search(_ request: Request, context: Context) async throws -> Response {
+        await signedIn(request, context: context) { signed in
+            let text = (request.uri.queryParameters.get("q") ?? "").trimmingCharacters(in: .whitespaces)
+            if text.hasPrefix("msg_"), let found = try await store.deliveries(webhookID: text) {
+                return ConsoleRenderer.redirect(to: ConsolePath.event(found.eventID) + "#" + ConsolePath.deliveryAnchor(text))
+            }
+            if !text.isEmpty, text.count <= 255, try await store.event(id: text) != nil {
+                return ConsoleRenderer.redirect(to: ConsolePath.event(text))
+            }
+            if let problem = text.isEmpty ? "must not be empty" : EventFieldRules.userIDProblem(text) {
+                return signed.page("home", title: "Find a user", status: .unprocessableContent,
+                                   problem: .init(title: "Nothing found", detail: "no user, event or delivery has this id",
+                                                  fields: [FieldProblem(field: "q", reason: problem)]),
+                                   HomePage(userID: text))
+            }
+            return ConsoleRenderer.redirect(to: ConsolePath.user(text))
+        }
+    }
+
     @Sendable func user(_ request: Request, context: Context) async throws -> Response {
         await signedIn(request, context: context) { signed in
             let userID = try context.parameters.decoded("user_id")
@@ -394,6 +420,8 @@ enum ConsolePath {
     static func user(_ id: String) -> String { "/console/users/" + encode(id) }
     static func event(_ id: String) -> String { "/console/events/" + encode(id) }
     static func replay(_ id: String) -> String { "/console/replays/" + encode(id) }
+    /// The id of a delivery's part of the event page, by its webhook-id (letters, digits, `_`).
+    static func deliveryAnchor(_ webhookID: String) -> String { "delivery-" + webhookID.filter { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_") } }
 
     /// `name=value&…` of the pairs that have a value.
     static func query(_ pairs: [(String, String?)]) -> String {

@@ -29,7 +29,7 @@ struct ConsoleRenderer: Sendable {
         ("replay", PackageResources.replay_mustache), ("dead_letters", PackageResources.dead_letters_mustache),
         ("subscriptions", PackageResources.subscriptions_mustache), ("audit", PackageResources.audit_mustache),
         ("message", PackageResources.message_mustache), ("recent_events", PackageResources.recent_events_mustache),
-        ("shared_signals", PackageResources.shared_signals_mustache),
+        ("shared_signals", PackageResources.shared_signals_mustache), ("index", PackageResources.index_mustache),
     ]
 
     static var styleSheet: [UInt8] { PackageResources.console_css }

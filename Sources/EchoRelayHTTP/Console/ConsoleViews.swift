@@ -127,6 +127,9 @@ struct EventPage {
         let subscriptionName: String
         let replayID: String?
         let webhookID: String
+        /// The page anchor of the first delivery with its webhook-id (the console's search
+        /// opens the event there); nil on its replays, which share the id.
+        let anchor: String?
         let status: String
         let createdAt: TimeView
         let nextAttemptAt: TimeView?
@@ -192,10 +195,12 @@ struct EventPage {
         decidedAt = event.decidedAt.map { TimeView($0, now: now) }
         prunedAt = event.prunedAt.map { TimeView($0, now: now) }
         provider = event.providerUserID.map { Provider(userID: $0, phone: event.providerPhoneNumber) }
+        var anchored = Set<String>()
         self.deliveries = deliveries.map { delivery in
             Delivery(
                 subscriptionID: delivery.subscriptionID, subscriptionName: names(delivery.subscriptionID), replayID: delivery.replayID,
                 webhookID: delivery.webhookID,
+                anchor: anchored.insert(delivery.webhookID).inserted ? ConsolePath.deliveryAnchor(delivery.webhookID) : nil,
                 status: delivery.status.rawValue, createdAt: TimeView(delivery.createdAt, now: now),
                 nextAttemptAt: delivery.status == .pending ? delivery.nextAttemptAt.map { TimeView($0, now: now) } : nil,
                 attempts: delivery.attempts.map { attempt in
@@ -300,6 +305,8 @@ struct DeadLettersPage {
     let subscriptionID: String
     let letters: [DeadLetterRow]
     let older: String?
+    /// The subscription filtered by, for the empty page's sentence; nil when none is.
+    var filteredBy: String? { subscriptionID.isEmpty ? nil : subscriptionID }
 }
 
 struct DeadLetterRow {
@@ -410,8 +417,8 @@ struct SubscriptionNames {
         })
     }
 
-    /// A subscription gone from the list (deleted) keeps its id.
-    func callAsFunction(_ id: String) -> String { names[id] ?? id }
+    /// A subscription gone from the list keeps its id, marked deleted.
+    func callAsFunction(_ id: String) -> String { names[id] ?? "\(id) (deleted)" }
 
     static func name(of subscription: Subscription, hostIsShared: Bool = false) -> String {
         if let description = subscription.description?.trimmingCharacters(in: .whitespaces), !description.isEmpty {

@@ -56,6 +56,17 @@ enum TextOutput {
         return RFC3339.format(Date(timeIntervalSince1970: date.timeIntervalSince1970.rounded(.down)))
     }
 
+    /// A timestamp to the millisecond, always three digits, so the times of one page line up
+    /// (the API leaves out trailing zeros); kept as it came if it is not RFC 3339.
+    static func instant(_ text: String?) -> String {
+        guard let text else { return "-" }
+        guard let date = RFC3339.parse(text) else { return text }
+        let millis = (date.timeIntervalSince1970 * 1000).rounded(.down)
+        let whole = RFC3339.format(Date(timeIntervalSince1970: (millis / 1000).rounded(.down)))
+        let fraction = Int(millis.truncatingRemainder(dividingBy: 1000) + 1000) % 1000
+        return whole.dropLast() + "." + String(repeating: "0", count: fraction < 10 ? 2 : fraction < 100 ? 1 : 0) + String(fraction) + "Z"
+    }
+
     /// "1 delivery", "2 deliveries".
     static func count(_ number: Int, _ singular: String, _ plural: String) -> String {
         "\(number) \(number == 1 ? singular : plural)"

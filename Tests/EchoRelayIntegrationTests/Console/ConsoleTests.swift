@@ -120,6 +120,36 @@ import Testing
         }
     }
 
+    /// The one search box takes what support is given: a webhook-id a backend received, an
+    /// event id, or a user id.
+    @Test func theSearchBoxFindsAWebhookIDAnEventIDOrAUserID() async throws {
+        try await EchoFixture.run { f in
+            try await StandInSubscriber().run { subscriber in
+                _ = try await f.subscribe(url: subscriber.url())
+                let event = try await f.pushVerified("token.rotated", userID: "u-search", session: try f.session("u-search"))
+                let eventID = try #require(event["id"] as? String)
+                let delivery = try #require(try await f.finalDeliveries(of: eventID, count: 1).first)
+                let webhookID = try #require(delivery["webhook_id"] as? String)
+                let support = ConsoleBrowser(port: f.server.http.port)
+                try await support.signIn(token: try await SubscriptionsAPITests.token("support", "Sam", f.server))
+
+                let home = try await support.get("/console")
+                #expect(home.text.contains(#"action="/console/search""#) && home.text.contains("webhook-id"))
+                let anchor = "delivery-" + webhookID
+                let byWebhook = try await support.get("/console/search?q=\(webhookID)")
+                #expect(byWebhook.status == 303 && byWebhook.headers["Location"] == ["/console/events/\(eventID)#\(anchor)"])
+                #expect(try await support.get("/console/events/\(eventID)").text.contains(#"id="\#(anchor)""#), "the page has the anchor")
+                let byEvent = try await support.get("/console/search?q=\(eventID)")
+                #expect(byEvent.status == 303 && byEvent.headers["Location"] == ["/console/events/\(eventID)"])
+                let byUser = try await support.get("/console/search?q=%20u-search%20")
+                #expect(byUser.status == 303 && byUser.headers["Location"] == ["/console/users/u-search"])
+                let unknownWebhook = try await support.get("/console/search?q=msg_00000000000000000000000000")
+                #expect(unknownWebhook.status == 303, "a msg_ id nothing carried is taken as a user id, whose timeline says it is empty")
+                #expect(try await support.get("/console/search?q=").status == 422)
+            }
+        }
+    }
+
     @Test func replayingAnEventNeedsTheSessionsCSRFTokenAReasonAndAConfirmation() async throws {
         try await EchoFixture.run { f in
             try await StandInSubscriber().run { subscriber in
