@@ -84,10 +84,20 @@ struct ReplayCommand: AsyncParsableCommand {
     }
 
     private func replayEvent(_ id: String, _ api: APIClient) async throws {
-        let answer = try await api.post(
-            ["v1", "events", id, "replay"],
-            body: API.ReplayEventRequest(reason: reason ?? "", subscription_ids: subscription.isEmpty ? nil : subscription)
-        )
+        let answer: APIAnswer
+        do throws(ClientError) {
+            answer = try await api.post(
+                ["v1", "events", id, "replay"],
+                body: API.ReplayEventRequest(reason: reason ?? "", subscription_ids: subscription.isEmpty ? nil : subscription)
+            )
+        } catch {
+            var error = error
+            if error.status == 422, subscription.isEmpty {
+                // No subscription wants it any more: say where to find one (the demo deletes its own).
+                error.hint = "list the subscriptions with: echorelay subscriptions list, then name one with --subscription sub_… (echorelay demo deletes its own subscription when it ends)"
+            }
+            throw error
+        }
         if client.json { return printJSON(answer.body) }
         let receipt = try answer.decode(API.ReplayReceipt.self)
         print(TextOutput.block([

@@ -95,6 +95,18 @@ import Glibc
 
             // Its subscription is gone, and no secret was printed.
             #expect(try await server.subscriptionIDs().isEmpty)
+
+            // The next steps it prints work as printed, in the demo's terminal.
+            let steps = try #require(output.components(separatedBy: "Look around").last?.split(separator: "\n")
+                .filter { $0.contains("   # ") }.map { String($0.split(separator: "#")[0]).trimmingCharacters(in: .whitespaces) })
+            #expect(steps.count == 4, "\(output)")
+            #expect(output.contains("The console: http://127.0.0.1:\(server.port)/console"))
+            for step in steps {
+                // Printed as `swift run echorelay …` (the binary runs from the build folder).
+                let arguments = try #require(step.components(separatedBy: "echorelay ").last).split(separator: " ").map(String.init)
+                let result = try await ChildProcess.run(arguments, environment: server.environment)
+                #expect(result.status == 0 && !result.stdout.isEmpty, "\(step):\n\(result.stdout)\(result.stderr)")
+            }
             for secret in [LiveServer.adminToken, LiveServer.ingestSecret, String(LiveServer.ingestSecret.dropFirst(6))] {
                 #expect(!output.contains(secret) && !demo.standardError.contains(secret), "a secret was printed")
             }

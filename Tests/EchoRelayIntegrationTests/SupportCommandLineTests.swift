@@ -102,6 +102,7 @@ import TestSupport
             let result = try await Self.cli(["events", "show", "evt_missing"], server)
             #expect(result.status == 1)
             #expect(result.stderr.hasPrefix("error: no event with id \"evt_missing\""), "\(result.stderr)")
+            #expect(result.stderr.contains("\nhint: check the id"), "\(result.stderr)")
             #expect(result.stdout.isEmpty)
             let json = try await Self.cli(["events", "show", "evt_missing", "--json"], server)
             #expect(json.status == 1)
@@ -292,9 +293,13 @@ import TestSupport
                 let one = try await Self.cli(["replay", eventID, "--reason", "backend restored"], f.server)
                 #expect(one.status == 1)
                 #expect(one.stderr.hasPrefix("error: no enabled subscription wants token.rotated events"), "\(one.stderr)")
+                // In the command line's words, with what to do.
+                #expect(one.stderr.contains("name one in --subscription") && !one.stderr.contains("subscription_ids"), "\(one.stderr)")
+                #expect(one.stderr.contains("hint: list the subscriptions with: echorelay subscriptions list"), "\(one.stderr)")
                 let bulk = try await Self.cli(["replay", "--user", "u-410", "--reason", "backend restored"], f.server)
                 #expect(bulk.status == 1)
                 #expect(bulk.stderr.hasPrefix("error: no original delivery"), "\(bulk.stderr)")
+                #expect(bulk.stderr.contains("\nhint: "), "every refusal says what to do: \(bulk.stderr)")
                 let answer = try await f.server.http.send(
                     .POST, "/v1/events/\(eventID)/replay",
                     headers: [("Authorization", "Bearer \(LiveServer.adminToken)"), ("Content-Type", "application/json")],

@@ -205,17 +205,19 @@ struct ClientError: Error, CustomStringConvertible {
             error.status = answer.status
             return error
         }
-        let message = problem.detail ?? problem.title
+        let message = CLIWords.translate(problem.detail ?? problem.title)
         // EchoRelay's detail already names every field it refused; list them only without one.
-        let fields = problem.detail != nil ? [] : (problem.errors ?? []).map { (field: $0.field, reason: $0.reason) }
-        let hint: String? = switch answer.status {
+        let fields = problem.detail != nil ? [] : (problem.errors ?? []).map { (field: CLIWords.flag(for: $0.field), reason: $0.reason) }
+        let hint = switch answer.status {
         // A 404 without a detail is a route the server does not have, not a missing item.
         case 404 where problem.detail == nil, 405: "is \(baseURL) an EchoRelay server, as new as this echorelay?"
+        case 404: "check the id: the list verbs (events list, subscriptions list, replays list, tokens list) show those there are"
         case 401: "the token was refused: check ECHORELAY_TOKEN / --token"
         case 403: "the token's role may not do this: the support verbs need support or admin, `subscriptions` app or admin (echorelay tokens create --role …)"
+        case 409: "it changed meanwhile or its state does not allow this: show it again, then retry"
         case 429, 503: "the server is busy or its database is unavailable; try again shortly"
         case 500...: "the request failed on the server; its logs say why"
-        default: nil
+        default: "fix what is named above; --help says what each flag takes"
         }
         var error = ClientError(message, hint: hint, fieldErrors: fields)
         error.status = answer.status

@@ -187,7 +187,9 @@ struct DemoTour: Sendable {
                                                  + report.hints.map { "hint: \($0)" }).joined(separator: "\n"))
                         return 1
                     }
-                    return cleanedUp ? 0 : 1
+                    guard cleanedUp else { return 1 }
+                    DemoNextSteps.lines(report, baseURL: settings.baseURL).forEach { output.line($0) }
+                    return 0
                 case .failure where interrupted:
                     writeToStandardError("interrupted")
                     return 130

@@ -95,7 +95,7 @@ import Testing
                                                      "200", "Review replay"]),
                     ("/console/replays/new", ["Count matches"]),
                     ("/console/replays/new?user_id=u-pages", [#"name="user_id" value="u-pages""#]),
-                    ("/console/dead-letters", ["No dead letters"]),
+                    ("/console/dead-letters", ["No dead letters.</p>"]),
                     ("/console/subscriptions", ["<tr><td>127.0.0.1<br>", subscriptionID, "healthy"]),
                 ]
                 for (path, texts) in pages {
@@ -116,6 +116,7 @@ import Testing
                 try await admin.signIn(token: LiveServer.adminToken)
                 let audit = try await admin.get("/console/audit")
                 #expect(audit.status == 200 && audit.text.contains("<h1>Audit log</h1>"))
+                #expect(audit.text.contains(#"<td class="nowrap"><code>subscription.create</code>"#), "an action is one word, never broken")
             }
         }
     }
@@ -125,7 +126,7 @@ import Testing
     @Test func theSearchBoxFindsAWebhookIDAnEventIDOrAUserID() async throws {
         try await EchoFixture.run { f in
             try await StandInSubscriber().run { subscriber in
-                _ = try await f.subscribe(url: subscriber.url())
+                let subscription = try await f.subscribe(url: subscriber.url())
                 let event = try await f.pushVerified("token.rotated", userID: "u-search", session: try f.session("u-search"))
                 let eventID = try #require(event["id"] as? String)
                 let delivery = try #require(try await f.finalDeliveries(of: eventID, count: 1).first)
@@ -146,6 +147,12 @@ import Testing
                 let unknownWebhook = try await support.get("/console/search?q=msg_00000000000000000000000000")
                 #expect(unknownWebhook.status == 303, "a msg_ id nothing carried is taken as a user id, whose timeline says it is empty")
                 #expect(try await support.get("/console/search?q=").status == 422)
+
+                // A deleted subscription keeps its id on the event's page, marked deleted.
+                let subscriptionID = try #require(subscription["id"] as? String)
+                #expect(try await f.server.http.send(.DELETE, "/v1/subscriptions/\(subscriptionID)",
+                                                     headers: [("Authorization", "Bearer \(LiveServer.adminToken)")]).status == 204)
+                #expect(try await support.get("/console/events/\(eventID)").text.contains("\(subscriptionID) (deleted)"))
             }
         }
     }
