@@ -51,6 +51,64 @@ import Glibc
         _ = try await child.wait(timeout: .seconds(15))
     }
 
+    /// The README's tour, command by command, as printed, on a fresh folder and the default
+    /// ports: `serve --demo`, its export lines pasted, the demo, then the next steps the demo
+    /// prints and the first-run banner's own example. `swift run X` runs the built X, as
+    /// `swift run` does once it has built.
+    @Test func theReadmesTourWorksAsPrinted() async throws {
+        let readme = try String(contentsOf: DocsExamplesTests.root.appendingPathComponent("README.md"), encoding: .utf8)
+        let section = try #require(readme.components(separatedBy: "### A tour in a minute").dropFirst().first)
+        let block = try #require(section.components(separatedBy: "```sh\n").dropFirst().first?.components(separatedBy: "```").first)
+        let commands = block.split(separator: "\n").map { String($0.split(separator: "#", maxSplits: 1)[0]).trimmingCharacters(in: .whitespaces) }
+        #expect(commands.first == "swift run echorelay serve --demo" && commands.last == "swift run echorelay demo", "\(commands)")
+        let shim = #"swift() { [ "$1" = run ] || { echo "not swift run: $*" >&2; return 64; }; shift; "$@"; }"#
+        let bash = URL(fileURLWithPath: "/bin/bash")
+        let path = ChildProcess.echorelayBinary.deletingLastPathComponent().path + ":" + (ProcessInfo.processInfo.environment["PATH"] ?? "")
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("echorelay-tour-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+
+        // Terminal 1.
+        let serve = try ChildProcess(["-c", shim.replacingOccurrences(of: #"shift; "$@""#, with: #"shift; exec "$@""#) + "\n" + commands[0]],
+                                     environment: ["PATH": path], workingDirectory: folder, executable: bash)
+        defer { if serve.isRunning { serve.signal(SIGKILL) } }
+        try await serve.waitUntilAnswering(HTTPTestClient(port: 8080))
+        let deadline = ContinuousClock.now + .seconds(10)
+        while !serve.standardOutput.contains("/console"), ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
+        let banner = serve.standardOutput
+        let printed = banner.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }.filter { $0.hasPrefix("export ") }
+
+        // Terminal 2: each export line of the README, as serve printed it where the README has a placeholder.
+        var exports: [String] = []
+        for line in commands.dropFirst().dropLast() {
+            let variable = try #require(line.split(separator: "=").first.map(String.init), "\(line)")
+            let given = try #require(printed.first { $0.hasPrefix(variable + "=") }, "serve printed no \(variable):\n\(banner)")
+            #expect(line.contains("…") || line == given, "the README's \(line) is not what serve printed: \(given)")
+            exports.append(given)
+        }
+        func run(_ command: String) async throws -> (status: Int32, stdout: String, stderr: String) {
+            let child = try ChildProcess(["-c", ([shim] + exports + [command]).joined(separator: "\n")], environment: ["PATH": path],
+                                         workingDirectory: folder, executable: bash)
+            let status = try await child.wait(timeout: .seconds(90))
+            return (status, child.standardOutput, child.standardError)
+        }
+        let demo = try await run(commands.last!)
+        #expect(demo.status == 0, "\(demo.stdout)\n\(demo.stderr)")
+
+        // What it says to try next, and the banner's own example, work as printed.
+        let next = demo.stdout.components(separatedBy: "Look around").last?.split(separator: "\n")
+            .filter { $0.contains("   # ") }.map { String($0.split(separator: "#")[0]).trimmingCharacters(in: .whitespaces) } ?? []
+        let tryIt = banner.components(separatedBy: "Try it").last?.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
+            .filter { $0.hasPrefix("curl ") } ?? []
+        #expect(next.count == 4 && tryIt.count == 1, "\(demo.stdout)\n\(banner)")
+        for command in next + tryIt {
+            let result = try await run(command)
+            #expect(result.status == 0 && !result.stdout.isEmpty && !result.stdout.contains("error"), "\(command):\n\(result.stdout)\(result.stderr)")
+        }
+        serve.signal(SIGTERM)
+        #expect(try await serve.wait(timeout: .seconds(15)) == 0)
+    }
+
     @Test func theDemoToursThePipelineAndLeavesNothingBehind() async throws {
         try await Self.withServer { server in
             var environment = server.environment
