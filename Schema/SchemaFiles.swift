@@ -30,6 +30,7 @@ public enum SchemaFiles {
         File(version: 18, name: "018_oauth2.sql", sql: text(PackageResources._18_oauth2_sql)),
         File(version: 19, name: "019_shared_signals.sql", sql: text(PackageResources._19_shared_signals_sql)),
         File(version: 20, name: "020_delivery_by_webhook_id.sql", sql: text(PackageResources._20_delivery_by_webhook_id_sql)),
+        File(version: 21, name: "021_delivery_error_kinds.sql", sql: text(PackageResources._21_delivery_error_kinds_sql)),
     ]
 
     /// SQLite migrations for the embedded store, in the order they apply. Their names carry
@@ -48,6 +49,7 @@ public enum SchemaFiles {
         File(version: 11, name: "011_sqlite_oauth2.sql", sql: text(PackageResources._11_sqlite_oauth2_sql)),
         File(version: 12, name: "012_sqlite_shared_signals.sql", sql: text(PackageResources._12_sqlite_shared_signals_sql)),
         File(version: 13, name: "013_sqlite_delivery_by_webhook_id.sql", sql: text(PackageResources._13_sqlite_delivery_by_webhook_id_sql)),
+        File(version: 14, name: "014_sqlite_delivery_error_kinds.sql", sql: text(PackageResources._14_sqlite_delivery_error_kinds_sql)),
     ]
 
     private static func text(_ bytes: [UInt8]) -> String {

@@ -10,6 +10,7 @@ public struct RelayMetrics: Sendable {
     /// By event type (nil: not read yet), then by result.
     private let received: [EventType?: [IngestResult: Counter]]
     private let deliveries: [String: Counter]
+    private let deliveryErrors: [DeliveryErrorKind: Counter]
     private let attemptDuration: Timer
     private let replays: [ReplayKind: Counter]
     private let batchSizes: [CommitGroup: Recorder]
@@ -35,6 +36,9 @@ public struct RelayMetrics: Sendable {
         })
         deliveries = Dictionary(uniqueKeysWithValues: ["delivered", "retry", "dead"].map { outcome in
             (outcome, Counter(label: "echorelay_deliveries_total", dimensions: [("outcome", outcome)], factory: factory))
+        })
+        deliveryErrors = Dictionary(uniqueKeysWithValues: DeliveryErrorKind.allCases.map { kind in
+            (kind, Counter(label: "echorelay_delivery_errors_total", dimensions: [("kind", kind.rawValue)], factory: factory))
         })
         attemptDuration = Timer(label: Self.deliveryAttemptDuration, dimensions: [], factory: factory)
         backlog = Gauge(label: Self.backlogEvents, dimensions: [], factory: factory)
@@ -140,8 +144,9 @@ public struct RelayMetrics: Sendable {
     }
 
     /// One delivery attempt: `outcome` is delivered, retry or dead.
-    public func deliveryAttempted(outcome: String, duration: Duration) {
+    public func deliveryAttempted(outcome: String, duration: Duration, errorKind: DeliveryErrorKind?) {
         deliveries[outcome]?.increment()
+        if let errorKind { deliveryErrors[errorKind]?.increment() }
         attemptDuration.recordNanoseconds(duration.nanoseconds)
     }
 
@@ -163,6 +168,7 @@ public struct RelayMetrics: Sendable {
         "echorelay_security_events_received_total": "Security Event Tokens pushed to POST /v1/sets, by what became of them.",
         "echorelay_verification_outcomes_total": "Events whose verification (OAuth Echo, OAuth 2 or a SET's signature) ended, by outcome and reason.",
         "echorelay_deliveries_total": "Delivery attempts, by what followed: delivered, retry or dead.",
+        "echorelay_delivery_errors_total": "Failed delivery attempts, by kind: connection_refused, connect_timeout, timeout, reset, connect, dns, tls, status (an answer that was not 2xx), refused_address, other.",
         deliveryAttemptDuration: "How long each delivery attempt took, from sending to the subscriber's answer.",
         "echorelay_pruned_total": "Rows retention removed: events cut to their receipt, deliveries, attempts, test deliveries.",
         "echorelay_replays_total": "Replays asked for: of one event, in bulk, or a subscription's recover.",

@@ -298,6 +298,7 @@ extension DeliveryWorkerConfiguration {
         self.init()
         lease = configuration.echo.lease
         timeout = configuration.delivery.timeout
+        connectTimeout = configuration.delivery.effectiveConnectTimeout
         retry = DeliveryRetryPolicy(schedule: configuration.delivery.retrySchedule)
         disableAfter = configuration.delivery.disableAfter
         pollInterval = configuration.echo.pollInterval

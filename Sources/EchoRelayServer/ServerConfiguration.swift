@@ -213,8 +213,12 @@ public struct ConfigurationError: Error, CustomStringConvertible {
 
 /// How verified updates are delivered to subscribers.
 public struct DeliveryConfiguration: Sendable {
-    /// Time limit of one webhook request, answer included (the connection gets 5 s of it).
+    /// Time limit of one webhook request, answer included.
     public var timeout: Duration
+    /// How long a webhook may take to connect (`ECHORELAY_DELIVERY_CONNECT_TIMEOUT`); nil: 3 s,
+    /// or the delivery timeout if that is shorter.
+    public var connectTimeout: Duration?
+    public var effectiveConnectTimeout: Duration { min(connectTimeout ?? .seconds(3), timeout) }
     /// Delays between tries; N delays mean N retries. Each gets ±10% jitter.
     public var retrySchedule: [Duration]
     /// A subscription whose deliveries have all failed for this long is disabled.
@@ -238,7 +242,8 @@ public struct DeliveryConfiguration: Sendable {
     public var siblingLinger: Duration
 
     public init(
-        timeout: Duration = .seconds(15), retrySchedule: [Duration] = DeliveryRetryPolicy.defaultSchedule,
+        timeout: Duration = .seconds(15), connectTimeout: Duration? = nil,
+        retrySchedule: [Duration] = DeliveryRetryPolicy.defaultSchedule,
         disableAfter: Duration = .seconds(5 * 86_400), allowPrivateSubscribers: Bool = false,
         privateSubscribers: PrivateSubscriberAllowList = .none, subscriberCAFile: String? = nil,
         resolveSubscriber: (@Sendable (String) async -> AddressChecks.Check)? = nil, concurrency: Int = 64,
@@ -251,6 +256,7 @@ public struct DeliveryConfiguration: Sendable {
         self.replayRate = replayRate
         self.siblingLinger = siblingLinger
         self.timeout = timeout
+        self.connectTimeout = connectTimeout
         self.retrySchedule = retrySchedule
         self.disableAfter = disableAfter
         self.allowPrivateSubscribers = allowPrivateSubscribers
@@ -260,6 +266,10 @@ public struct DeliveryConfiguration: Sendable {
 
     func validate(lease: Duration) throws {
         guard timeout > .zero else { throw ConfigurationError(setting: "ECHORELAY_DELIVERY_TIMEOUT", reason: "must be positive") }
+        if let connectTimeout, connectTimeout <= .zero || connectTimeout > timeout {
+            throw ConfigurationError(setting: "ECHORELAY_DELIVERY_CONNECT_TIMEOUT",
+                                     reason: "must be positive and at most ECHORELAY_DELIVERY_TIMEOUT (\(DurationText.format(timeout))), got \(DurationText.format(connectTimeout))")
+        }
         guard lease > timeout else {
             throw ConfigurationError(setting: "ECHORELAY_LEASE", reason: "must be longer than ECHORELAY_DELIVERY_TIMEOUT (\(DurationText.format(timeout))), got \(DurationText.format(lease)), so a live worker always finishes before its delivery is handed to another")
         }

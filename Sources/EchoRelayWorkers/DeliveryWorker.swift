@@ -8,6 +8,8 @@ import Synchronization
 public struct DeliveryWorkerConfiguration: Sendable {
     public var lease: Duration = .seconds(60)
     public var timeout: Duration = .seconds(15)
+    /// How long a webhook may take to connect (`ECHORELAY_DELIVERY_CONNECT_TIMEOUT`), within `timeout`.
+    public var connectTimeout: Duration = .seconds(3)
     public var retry = DeliveryRetryPolicy()
     public var disableAfter: Duration = .seconds(5 * 86_400)
     public var pollInterval: Duration = .seconds(1)
@@ -99,7 +101,7 @@ public struct DeliveryWorker: Service, CustomStringConvertible {
     }
 
     public func run() async throws {
-        let client = WebhookClient(timeout: configuration.timeout, caFile: configuration.subscriberCAFile,
+        let client = WebhookClient(timeout: configuration.timeout, connectTimeout: configuration.connectTimeout, caFile: configuration.subscriberCAFile,
                                    connectionsPerHost: configuration.concurrency)
         await withGracefulShutdownHandler {
             await ready.wait()
@@ -393,7 +395,7 @@ public struct DeliveryWorker: Service, CustomStringConvertible {
             logger.error("recording the delivery attempt failed", metadata: Self.metadata(task, ["error": "\(error)"]))
             return .nothing
         }
-        metrics.deliveryAttempted(outcome: next.outcome, duration: attempt.duration)
+        metrics.deliveryAttempted(outcome: next.outcome, duration: attempt.duration, errorKind: attempt.errorKind)
         let outcome = switch next {
         case .delivered: "deliveries.delivered"
         case .retry: "deliveries.retried"
@@ -405,12 +407,14 @@ public struct DeliveryWorker: Service, CustomStringConvertible {
             logger.debug("delivered", metadata: Self.metadata(task, ["http.status": "\(answer.statusCode ?? 0)"]))
         case .retry(let delay):
             logger.notice("delivery failed, will retry", metadata: Self.metadata(task, [
-                "http.status": "\(answer.statusCode.map(String.init) ?? "none")", "error": "\(answer.error ?? "")",
+                "http.status": "\(answer.statusCode.map(String.init) ?? "none")", "error.kind": "\(answer.errorKind?.rawValue ?? "none")",
+                "error": "\(answer.error ?? "")",
                 "retry.in": "\(DurationText.format(delay))",
             ]))
         case .dead(let disabled):
             logger.warning("delivery dead-lettered", metadata: Self.metadata(task, [
-                "http.status": "\(answer.statusCode.map(String.init) ?? "none")", "error": "\(answer.error ?? "")",
+                "http.status": "\(answer.statusCode.map(String.init) ?? "none")", "error.kind": "\(answer.errorKind?.rawValue ?? "none")",
+                "error": "\(answer.error ?? "")",
                 "subscription.disabled": "\(disabled ?? "no")",
             ]))
         }

@@ -24,7 +24,8 @@ public struct TestDeliverySender: Sendable {
             answer = refusal
         case .send(to: let address):
             // Tests are rare: a client of their own, closed after, needs no service to own it.
-            let client = WebhookClient(timeout: configuration.timeout, caFile: configuration.subscriberCAFile)
+            let client = WebhookClient(timeout: configuration.timeout, connectTimeout: configuration.connectTimeout,
+                                       caFile: configuration.subscriberCAFile)
             let body = TestDelivery.body(subscriptionID: subscription.id, sentAt: startedAt)
             let keys = secrets.compactMap { try? WebhookSecret($0.revealed) }
             answer = await client.post(url: subscription.url, connectingTo: address,

@@ -7,8 +7,9 @@ import NIOPosix
 import NIOSSL
 import Synchronization
 
-/// Sends signed webhooks to subscribers: connect timeout 5 s, the whole exchange within the
-/// delivery timeout, no redirects followed, and the first 1 KiB of the answer kept.
+/// Sends signed webhooks to subscribers: a connection within the connect timeout (refused at
+/// once when nothing listens, never retried), the whole exchange within the delivery timeout,
+/// no redirects followed, and the first 1 KiB of the answer kept.
 ///
 /// A webhook to a checked address connects to exactly that address (DNS rebinding: a name
 /// that answered a public address to the check must not answer a private one to the
@@ -28,6 +29,7 @@ final class WebhookClient: Sendable {
 
     private let http: HTTPClient
     private let timeout: Duration
+    private let connectTimeout: Duration
     /// nil: the system's trust roots (tests pass their own CA).
     private let tls: TLSConfiguration?
     private let connectionsPerHost: Int
@@ -40,32 +42,37 @@ final class WebhookClient: Sendable {
     ///   connection (HTTP/1.1). The worker's caps are what bound them, so this is the worker's
     ///   concurrency: AsyncHTTPClient's default of 8 queued the webhooks of every subscription
     ///   on one host behind 8 connections, whatever their caps allowed.
-    init(timeout: Duration, tls: TLSConfiguration? = nil, connectionsPerHost: Int = 8) {
+    init(timeout: Duration, connectTimeout: Duration, tls: TLSConfiguration? = nil, connectionsPerHost: Int = 8) {
         self.http = HTTPClient(eventLoopGroupProvider: .singleton,
-                               configuration: Self.configuration(timeout: timeout, tls: tls, connectionsPerHost: connectionsPerHost))
+                               configuration: Self.configuration(timeout: timeout, connectTimeout: connectTimeout, tls: tls,
+                                                                 connectionsPerHost: connectionsPerHost))
         self.timeout = timeout
+        self.connectTimeout = connectTimeout
         self.tls = tls
         self.connectionsPerHost = connectionsPerHost
     }
 
     /// A client that also trusts the certificate authorities in `caFile`
     /// (`ECHORELAY_SUBSCRIBER_CA_FILE`) beside the system's.
-    convenience init(timeout: Duration, caFile: String?, connectionsPerHost: Int = 8) {
+    convenience init(timeout: Duration, connectTimeout: Duration, caFile: String?, connectionsPerHost: Int = 8) {
         var tls: TLSConfiguration?
         if let caFile {
             tls = .makeClientConfiguration()
             tls?.additionalTrustRoots = [.file(caFile)]
         }
-        self.init(timeout: timeout, tls: tls, connectionsPerHost: connectionsPerHost)
+        self.init(timeout: timeout, connectTimeout: connectTimeout, tls: tls, connectionsPerHost: connectionsPerHost)
     }
 
-    private static func configuration(timeout: Duration, tls: TLSConfiguration?, connectionsPerHost: Int, host: String? = nil,
-                                      address: IPAddress? = nil) -> HTTPClient.Configuration {
+    private static func configuration(timeout: Duration, connectTimeout: Duration, tls: TLSConfiguration?, connectionsPerHost: Int,
+                                      host: String? = nil, address: IPAddress? = nil) -> HTTPClient.Configuration {
         var configuration = HTTPClient.Configuration(
             tlsConfiguration: tls,
             redirectConfiguration: .disallow,
-            timeout: .init(connect: .seconds(5), read: .init(timeout))
+            timeout: .init(connect: .init(connectTimeout), read: .init(timeout))
         )
+        // Retrying a refused connection until the connect timeout would turn "nothing
+        // listens" into a timeout, seconds later: the retry schedule tries again instead.
+        configuration.connectionPool.retryConnectionEstablishment = false
         // Common servers close an idle keep-alive connection after 5 s (node, Apache): letting
         // ours go first keeps a webhook from being sent on a connection the subscriber is closing,
         // which would fail as an attempt the subscriber never saw.
@@ -81,8 +88,8 @@ final class WebhookClient: Sendable {
         let (client, retired) = pinned.withLock { pinned -> (HTTPClient, HTTPClient?) in
             if let known = pinned[host], known.address == address { return (known.client, nil) }
             let client = HTTPClient(eventLoopGroupProvider: .singleton,
-                                    configuration: Self.configuration(timeout: timeout, tls: tls, connectionsPerHost: connectionsPerHost,
-                                                                      host: host, address: address))
+                                    configuration: Self.configuration(timeout: timeout, connectTimeout: connectTimeout, tls: tls,
+                                                                      connectionsPerHost: connectionsPerHost, host: host, address: address))
             var retired = pinned.updateValue((address, client), forKey: host)?.client
             if retired == nil, pinned.count > Self.pinnedHosts, let other = pinned.keys.first(where: { $0 != host }) {
                 retired = pinned.removeValue(forKey: other)?.client
@@ -136,30 +143,55 @@ final class WebhookClient: Sendable {
         ]
     }
 
+    /// What went wrong, in the kinds an operator acts on: nothing listening, no connection in
+    /// time, no answer in time, a connection cut, a name, a certificate.
     static func kind(of error: any Error) -> DeliveryErrorKind {
-        if let error = error as? HTTPClientError {
+        switch error {
+        case let error as HTTPClientError:
             switch error {
-            case .connectTimeout, .readTimeout, .deadlineExceeded, .writeTimeout: return .timeout
-            case .remoteConnectionClosed: return .connect
+            case .connectTimeout: return .connectTimeout
+            case .readTimeout, .deadlineExceeded, .writeTimeout: return .timeout
+            case .remoteConnectionClosed: return .reset
             default: break
             }
+        case let error as IOError:
+            switch error.errnoCode {
+            case ECONNREFUSED: return .connectionRefused
+            case ECONNRESET, EPIPE: return .reset
+            case ETIMEDOUT: return .connectTimeout
+            default: return .connect
+            }
+        case let error as NIOConnectionError:
+            if error.dnsAError != nil || error.dnsAAAAError != nil, error.connectionErrors.isEmpty { return .dns }
+            // Each address tried: refused everywhere is refused; otherwise the first cause.
+            let kinds = error.connectionErrors.map { kind(of: $0.error) }
+            if !kinds.isEmpty, kinds.allSatisfy({ $0 == .connectionRefused }) { return .connectionRefused }
+            return kinds.first ?? .connect
+        case ChannelError.connectTimeout:
+            return .connectTimeout
+        case is NIOSSLError, is BoringSSLError:
+            return .tls
+        default:
+            break
         }
-        if error is NIOConnectionError { return .connect }
         let text = String(describing: error)
         if text.contains("SSL") || text.contains("TLS") || text.contains("certificate") { return .tls }
-        if text.contains("connectionRefused") || text.contains("Connection refused") { return .connect }
         if text.contains("DNS") || text.contains("resolve") { return .dns }
         return .other
     }
 
+    /// A short description of the failure; never the subscriber's URL or a secret.
     static func describe(_ error: any Error) -> String {
-        if let error = error as? HTTPClientError {
-            return error == .deadlineExceeded || error == .readTimeout ? "no answer within the delivery timeout" : "\(error)"
+        switch kind(of: error) {
+        case .connectionRefused: "connection refused: nothing listens at the subscriber's address and port"
+        case .connectTimeout: "no connection within the connect timeout (ECHORELAY_DELIVERY_CONNECT_TIMEOUT)"
+        case .timeout: "no answer within the delivery timeout (ECHORELAY_DELIVERY_TIMEOUT)"
+        case .reset: "the subscriber closed the connection before answering"
+        case .dns: "the host does not resolve"
+        case .tls: "TLS failed: \(String(describing: type(of: error)))"
+        case .connect: "could not connect: \((error as? IOError).map { String(cString: strerror($0.errnoCode)) } ?? "\(type(of: error))")"
+        default: String(describing: type(of: error))
         }
-        if let error = error as? NIOConnectionError {
-            return error.dnsAAAAError != nil || error.dnsAError != nil ? "the host does not resolve" : "could not connect"
-        }
-        return String(describing: type(of: error))
     }
 
     func shutdown() async {

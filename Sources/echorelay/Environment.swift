@@ -104,6 +104,15 @@ enum Setting {
         try parsed(setting, flag, must: "a duration such as 500ms, 5s, 2m or 1h", DurationText.parse)
     }
 
+    /// A duration that may be left unset (nil), with no default text of its own.
+    static func optionalDuration(_ flag: String?, _ setting: ServeSetting) throws -> Duration? {
+        guard let text = value(flag, setting.variable) else { return nil }
+        guard let duration = DurationText.parse(text) else {
+            throw ConfigurationError(setting: setting.variable, reason: "must be a duration such as 500ms, 5s, 2m or 1h, got \"\(text)\"")
+        }
+        return duration
+    }
+
     static func durations(_ flag: String?, _ setting: ServeSetting) throws -> [Duration] {
         try parsed(setting, flag, must: "comma-separated durations such as 1s,5s,15s", DurationText.parseList)
     }

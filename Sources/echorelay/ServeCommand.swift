@@ -91,6 +91,9 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .customLong(ServeSettings.deliveryTimeout.flag), help: ServeSettings.deliveryTimeout.argumentHelp)
     var deliveryTimeout: String?
 
+    @Option(name: .customLong(ServeSettings.deliveryConnectTimeout.flag), help: ServeSettings.deliveryConnectTimeout.argumentHelp)
+    var deliveryConnectTimeout: String?
+
     @Option(name: .customLong(ServeSettings.retrySchedule.flag), help: ServeSettings.retrySchedule.argumentHelp)
     var retrySchedule: String?
 
@@ -214,6 +217,7 @@ struct ServeCommand: AsyncParsableCommand {
             ),
             delivery: DeliveryConfiguration(
                 timeout: try Setting.duration(deliveryTimeout, S.deliveryTimeout),
+                connectTimeout: try Setting.optionalDuration(deliveryConnectTimeout, S.deliveryConnectTimeout),
                 retrySchedule: try Setting.durations(retrySchedule, S.retrySchedule),
                 disableAfter: try Setting.duration(disableAfter, S.disableAfter),
                 allowPrivateSubscribers: Setting.isOn(allowPrivateSubscribers, S.allowPrivateSubscribers),

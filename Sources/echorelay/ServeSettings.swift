@@ -97,7 +97,9 @@ enum ServeSettings {
     static let verifyConcurrency = ServeSetting("verify-concurrency", "ECHORELAY_VERIFY_CONCURRENCY", .value("32"),
         help: "OAuth Echo requests in flight at once per process.")
     static let deliveryTimeout = ServeSetting("delivery-timeout", "ECHORELAY_DELIVERY_TIMEOUT", .value("15s"),
-        help: "Time limit of one webhook delivery, answer included.")
+        help: "Time limit of one webhook delivery, connecting and the answer included.")
+    static let deliveryConnectTimeout = ServeSetting("delivery-connect-timeout", "ECHORELAY_DELIVERY_CONNECT_TIMEOUT", .unset("`3s`, or the delivery timeout if shorter"),
+        help: "How long a webhook may take to connect to its subscriber, within the delivery timeout; past it the attempt fails as connect_timeout. Nothing listening fails at once, as connection_refused.")
     static let retrySchedule = ServeSetting("retry-schedule", "ECHORELAY_RETRY_SCHEDULE", .value("5s,5m,30m,2h,5h,10h,10h"),
         help: "Comma-separated delays between delivery tries, each with ±10% jitter; N delays mean N retries, then the delivery is dead.")
     static let disableAfter = ServeSetting("disable-after", "ECHORELAY_DISABLE_AFTER", .value("5d"),
@@ -163,6 +165,6 @@ enum ServeSettings {
     static let all: [ServeSetting] = [
         host, port, databaseURL, demo, ingestSecrets, secretKey, adminToken, noMigrate, role, consumerKey, echoAllowedHosts, echoAllowHTTP, echoTimeout, echoRetrySchedule,
         oauth2IntrospectionURL, oauth2ClientID, oauth2ClientSecret, oauth2UserInfoURL, oauth2TokenClientID, oauth2Issuer, oauth2AllowHTTP,
-        lease, verifyConcurrency, deliveryTimeout, retrySchedule, disableAfter, allowPrivateSubscribers, privateSubscribers, subscriberCAFile, deliveryConcurrency, subscriptionConcurrency, replayRate, retainAttempts, retainEvents, pruneInterval, backlogLimit, setIssuer, setAudience, setJwksURL, setAllowHTTP, setPushToken, setTransmitterToken, setPollURL, setPollToken, setPollWait, setPollMaxEvents, requestTimeout, shutdownGrace, threads, logLevel, logFormat,
+        lease, verifyConcurrency, deliveryTimeout, deliveryConnectTimeout, retrySchedule, disableAfter, allowPrivateSubscribers, privateSubscribers, subscriberCAFile, deliveryConcurrency, subscriptionConcurrency, replayRate, retainAttempts, retainEvents, pruneInterval, backlogLimit, setIssuer, setAudience, setJwksURL, setAllowHTTP, setPushToken, setTransmitterToken, setPollURL, setPollToken, setPollWait, setPollMaxEvents, requestTimeout, shutdownGrace, threads, logLevel, logFormat,
     ]
 }

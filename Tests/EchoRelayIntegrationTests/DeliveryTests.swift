@@ -296,7 +296,7 @@ import TestSupport
                 }
                 let attempt = try #require(attempts.first, "no attempt recorded while the subscriber was still busy")
                 #expect(attempt["error_kind"] as? String == "timeout")
-                #expect(attempt["error"] as? String == "no answer within the delivery timeout")
+                #expect(attempt["error"] as? String == "no answer within the delivery timeout (ECHORELAY_DELIVERY_TIMEOUT)")
                 let duration = try #require(attempt["duration_ms"] as? Int)
                 #expect(duration >= 900 && duration < 5_000, "the exchange took \(duration) ms with a 1 s timeout")
                 #expect(subscriber.deliveries.count == 1)

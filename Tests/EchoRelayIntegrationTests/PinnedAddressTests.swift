@@ -36,7 +36,7 @@ import TestSupport
             try await LoopbackServer.run(Self.counting(checked), host: "127.0.0.2", port: port) { _ in
                 // These tests are about where a webhook goes, not how fast: a generous timeout,
                 // since the suite starts most of its tests at once on a small machine.
-                let client = WebhookClient(timeout: .seconds(30))
+                let client = WebhookClient(timeout: .seconds(30), connectTimeout: .seconds(5))
                 let url = "http://localhost:\(port)/hook"
                 let pinned = await client.post(url: url, connectingTo: .v4(0x7F00_0002), headers: [], body: Array("{}".utf8))
                 #expect(pinned.statusCode == 204, "\(pinned)")
@@ -130,7 +130,7 @@ import TestSupport
 
         var tls = TLSConfiguration.makeClientConfiguration()
         tls.trustRoots = .certificates(try NIOSSLCertificate.fromPEMFile(folder.appendingPathComponent("ca.pem").path))
-        let client = WebhookClient(timeout: .seconds(30), tls: tls)
+        let client = WebhookClient(timeout: .seconds(30), connectTimeout: .seconds(5), tls: tls)
         let pinned = await client.post(url: "https://localhost:\(port)/hook", connectingTo: .v4(0x7F00_0002), headers: [], body: Array("{}".utf8))
         #expect(pinned.statusCode == 204, "\(pinned)")
         let byAddress = await client.post(url: "https://127.0.0.2:\(port)/hook", headers: [], body: Array("{}".utf8))

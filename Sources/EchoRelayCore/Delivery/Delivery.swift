@@ -64,8 +64,20 @@ public enum DeliveryStatus: String, Sendable, Codable, CaseIterable {
 }
 
 /// Why an attempt failed, as recorded.
-public enum DeliveryErrorKind: String, Sendable, Codable {
-    case timeout, connect, dns, tls, status
+public enum DeliveryErrorKind: String, Sendable, Codable, CaseIterable {
+    /// Nothing listens at the address: refused at once.
+    case connectionRefused = "connection_refused"
+    /// No connection within `ECHORELAY_DELIVERY_CONNECT_TIMEOUT`.
+    case connectTimeout = "connect_timeout"
+    /// Connected, but no whole answer within `ECHORELAY_DELIVERY_TIMEOUT`.
+    case timeout
+    /// The subscriber closed or reset the connection before answering.
+    case reset
+    /// Any other failure to connect (the network or host is unreachable).
+    case connect
+    case dns, tls
+    /// An answer, but not 2xx: the HTTP status says which.
+    case status
     case refusedAddress = "refused_address"
     case other
 }
