@@ -67,6 +67,14 @@ import Glibc
 
     /// A bulk replay's cursor lives in the database: a `serve` killed mid-replay leaves it
     /// half sent, and the next process finishes it, in per-user order.
+    ///
+    /// The kill's moment is made certain rather than raced against the replay's pace (on a
+    /// busy machine all six were once sent before the kill): a trigger the test adds to this
+    /// test's database makes the transaction that would create the third replayed delivery
+    /// wait for an advisory lock the test holds. The test kills the process while that
+    /// transaction waits, so two are sent and four left, on a machine of any speed; then it
+    /// lets go (the dead process's transaction is rolled back), drops the trigger, and starts
+    /// the second process on the database as EchoRelay left it.
     @Test func aBulkReplayInterruptedByAKillFinishesAfterARestart() async throws {
         let provider = StandInProvider()
         provider.addConsumer(key: EchoFixture.consumerKey, secret: EchoFixture.consumerSecret)
@@ -76,10 +84,12 @@ import Glibc
             try await StandInSubscriber().run { subscriber in
                 try await TestDatabase.withFresh { database in
                     let environment = EchoFixture.serveEnvironment(database: database, providerHost: provider.host).merging([
+                        // Batches of one (a tenth of the rate, at least one): each replayed
+                        // delivery is created in a transaction of its own.
                         "ECHORELAY_REPLAY_RATE": "2",
                         "ECHORELAY_ECHO_TIMEOUT": "2s", "ECHORELAY_DELIVERY_TIMEOUT": "2s", "ECHORELAY_LEASE": "3s",
-                        // A delivery that times out on a loaded machine is tried again within
-                        // the test's 30 s, not after the default schedule's 5 s and then 5 min.
+                        // A delivery that times out on a loaded machine is tried again soon,
+                        // not after the default schedule's 5 s and then 5 min.
                         "ECHORELAY_RETRY_SCHEDULE": "200ms,500ms,1s,1s,1s,1s,1s,1s,1s,1s",
                     ]) { _, new in new }
                     let admin = [("Authorization", "Bearer \(LiveServer.adminToken)"), ("Content-Type", "application/json")]
@@ -104,11 +114,13 @@ import Glibc
                         }
                         #expect(try await firstHTTP.send(.POST, "/v1/events", headers: try signer.headers(for: body), body: body).status == 202)
                     }
-                    _ = try await subscriber.waitForDeliveries(count: 6, within: .seconds(30))
+                    // Limits from here on are hang guards only: each wait ends as soon as its
+                    // condition holds.
+                    _ = try await subscriber.waitForDeliveries(count: 6, within: .seconds(120))
                     subscriber.clearDeliveries()
 
                     // The subscriber has them; wait until serve has recorded them too.
-                    let countDeadline = ContinuousClock.now + .seconds(10)
+                    let countDeadline = ContinuousClock.now + .seconds(60)
                     while ContinuousClock.now < countDeadline {
                         let dryRun = try await firstHTTP.send(.POST, "/v1/replays", headers: admin, body: Array(
                             try JSONSerialization.data(withJSONObject: ["reason": "count", "user_id": "u-restart", "dry_run": true])
@@ -116,23 +128,25 @@ import Glibc
                         if dryRun.json?["matched"] as? Int == 6 { break }
                         try await Task.sleep(for: .milliseconds(50))
                     }
-                    let started = try await firstHTTP.send(.POST, "/v1/replays", headers: admin, body: Array(
-                        try JSONSerialization.data(withJSONObject: ["reason": "restart test", "user_id": "u-restart"])
-                    ))
-                    #expect(started.json?["matched"] as? Int == 6)
-                    let replayID = try #require(started.json?["id"] as? String)
 
-                    // At two a second, kill it once two have been sent: four are left.
-                    _ = try await subscriber.waitForDeliveries(count: 2, within: .seconds(10))
-                    first.signal(SIGKILL)
-                    try await first.wait()
-                    let sentBeforeKill = try await database.withClient { client -> Int in
-                        for try await sent in try await client.query("SELECT sent FROM replays WHERE id = \(replayID)").decode(Int.self) {
-                            return sent
+                    let (replayID, sentBeforeKill) = try await database.withClient { client -> (String, Int) in
+                        try await Self.holdingReplaysAfter(2, client: client) { held in
+                            let started = try await firstHTTP.send(.POST, "/v1/replays", headers: admin, body: Array(
+                                try JSONSerialization.data(withJSONObject: ["reason": "restart test", "user_id": "u-restart"])
+                            ))
+                            #expect(started.json?["matched"] as? Int == 6)
+                            let replayID = try #require(started.json?["id"] as? String)
+                            // The third replayed delivery's transaction waits on the test: kill now.
+                            try await held(.seconds(120))
+                            first.signal(SIGKILL)
+                            try await first.wait()
+                            for try await sent in try await client.query("SELECT sent FROM replays WHERE id = \(replayID)").decode(Int.self) {
+                                return (replayID, sent)
+                            }
+                            return (replayID, -1)
                         }
-                        return -1
                     }
-                    #expect((0..<6).contains(sentBeforeKill), "the replay was cut off half way")
+                    #expect(sentBeforeKill == 2, "the replay was cut off half way: two sent, four left")
 
                     let secondPort = try freeLoopbackPort()
                     let second = try ChildProcess(["serve", "--port", String(secondPort)], environment: environment)
@@ -141,7 +155,7 @@ import Glibc
                     try await second.waitUntilAnswering(secondHTTP)
 
                     var replay: [String: Any] = [:]
-                    let deadline = ContinuousClock.now + .seconds(30)
+                    let deadline = ContinuousClock.now + .seconds(120)
                     while replay["state"] as? String != "completed", ContinuousClock.now < deadline {
                         replay = try await secondHTTP.get("/v1/replays/\(replayID)", bearer: LiveServer.adminToken).json ?? [:]
                         try await Task.sleep(for: .milliseconds(100))
@@ -157,6 +171,67 @@ import Glibc
                     #expect(sequences == [1, 2, 3, 4, 5, 6])
                 }
             }
+        }
+    }
+
+    /// An advisory lock key of this test's own: no EchoRelay statement takes advisory locks.
+    static let replayGate: Int64 = 0x5EC_0DE_11
+
+    /// Runs `body` while any transaction that creates a replayed delivery beyond the first
+    /// `count` of its replay waits: a trigger on `deliveries` takes a shared advisory lock
+    /// that the test holds exclusively on a connection of its own. `body` is given a function
+    /// that returns once such a transaction is waiting (or throws after `limit`). Afterwards
+    /// the lock is let go and the trigger dropped, whatever happened.
+    static func holdingReplaysAfter<Result: Sendable>(
+        _ count: Int, client: PostgresClient,
+        _ body: (_ held: (_ limit: Duration) async throws -> Void) async throws -> Result
+    ) async throws -> Result {
+        try await client.query("""
+            CREATE FUNCTION test_hold_replayed_deliveries() RETURNS trigger LANGUAGE plpgsql AS $hold$
+            BEGIN
+                IF (SELECT count(*) FROM deliveries WHERE replay_id = NEW.replay_id) >= \(unescaped: String(count)) THEN
+                    PERFORM pg_advisory_xact_lock_shared(\(unescaped: String(replayGate)));
+                END IF;
+                RETURN NEW;
+            END
+            $hold$
+            """)
+        try await client.query("""
+            CREATE TRIGGER test_hold_replayed_deliveries BEFORE INSERT ON deliveries
+            FOR EACH ROW WHEN (NEW.replay_id IS NOT NULL) EXECUTE FUNCTION test_hold_replayed_deliveries()
+            """)
+        func drop() async throws {
+            try await client.query("DROP TRIGGER test_hold_replayed_deliveries ON deliveries")
+            try await client.query("DROP FUNCTION test_hold_replayed_deliveries()")
+        }
+        do {
+            let result = try await client.withConnection { gate in
+                try await gate.query("SELECT pg_advisory_lock(\(unescaped: String(replayGate)))", logger: TestLogger.quiet)
+                do {
+                    let result = try await body { limit in
+                        let deadline = ContinuousClock.now + limit
+                        while try await client.count("pg_locks", where: """
+                            locktype = 'advisory' AND NOT granted AND objid = \(replayGate)
+                            AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+                            """) == 0 {
+                            guard ContinuousClock.now < deadline else {
+                                throw TestSetupError("no replayed delivery waited on the test within \(limit)")
+                            }
+                            try await Task.sleep(for: .milliseconds(20))
+                        }
+                    }
+                    try await gate.query("SELECT pg_advisory_unlock(\(unescaped: String(replayGate)))", logger: TestLogger.quiet)
+                    return result
+                } catch {
+                    _ = try? await gate.query("SELECT pg_advisory_unlock(\(unescaped: String(replayGate)))", logger: TestLogger.quiet)
+                    throw error
+                }
+            }
+            try await drop()
+            return result
+        } catch {
+            try? await drop()
+            throw error
         }
     }
 }
