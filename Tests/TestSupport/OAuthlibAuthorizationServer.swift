@@ -40,11 +40,15 @@ public final class OAuthlibAuthorizationServer: Sendable {
         return json
     }
 
-    /// A new access token of `user`, issued to `clientID`, that expires in `expiresIn` seconds.
+    /// A new access token of `user`, issued to `clientID`, that expires in `expiresIn` seconds;
+    /// or, with `expiresInFromFirstUse`, that many seconds after it is first introspected or used
+    /// (so it is certainly live then, however slow the machine).
     public func issueToken(
-        user: String, clientID: String, expiresIn: Double = 3600, issuer: String? = nil, scopes: [String] = ["openid", "phone"]
+        user: String, clientID: String, expiresIn: Double = 3600, expiresInFromFirstUse: Double? = nil, issuer: String? = nil,
+        scopes: [String] = ["openid", "phone"]
     ) async throws -> String {
         var body: [String: Any] = ["user": user, "client_id": clientID, "expires_in": expiresIn, "scopes": scopes]
+        if let expiresInFromFirstUse { body["expires_in_from_first_use"] = expiresInFromFirstUse }
         if let issuer { body["issuer"] = issuer }
         guard let token = try await control("tokens", body)["access_token"] as? String else {
             throw TestSetupError("the authorization server issued no token")

@@ -12,8 +12,11 @@ The protocol handling is oauthlib's; this file holds only the request validator 
 server's data: its clients, tokens and accounts) and a small JSON control API for the
 tests, under /control/:
 
-  POST /control/tokens    {"user", "client_id", "expires_in"?, "issuer"?, "scopes"?}
-                          -> {"access_token"}: a new token for that user and client
+  POST /control/tokens    {"user", "client_id", "expires_in"?, "expires_in_from_first_use"?,
+                          "issuer"?, "scopes"?} -> {"access_token"}: a new token for that user
+                          and client. With expires_in_from_first_use its life starts when it
+                          is first introspected or used (its exp is fixed then), so a test
+                          knows it was live when first looked at, on a machine of any speed
   POST /control/revoke    {"access_token"}: the token is dead from now on
   POST /control/accounts  {"user", "phone_number"?, "phone_number_verified"?}
   POST /control/outage    {"count", "status"?, "delay"?, "drop"?}: the next `count`
@@ -42,7 +45,7 @@ class State:
         self.lock = threading.Lock()
         self.clients = clients          # client id -> secret
         self.issuer = issuer
-        self.tokens = {}                # token -> dict(user, client_id, exp, iss, scopes, revoked)
+        self.tokens = {}                # token -> dict(user, client_id, exp, lifetime, iss, scopes, revoked)
         self.accounts = {}              # user -> dict(phone_number, phone_number_verified)
         self.outage = {"count": 0, "status": None, "delay": 0, "drop": False}
         self.requests = []
@@ -50,6 +53,8 @@ class State:
     def live_token(self, token):
         with self.lock:
             record = self.tokens.get(token)
+            if record is not None and record["exp"] is None:
+                record["exp"] = time.time() + record["lifetime"]
             if record is None or record["revoked"] or record["exp"] <= time.time():
                 return None
             return dict(record)
@@ -142,9 +147,11 @@ def make_handler(state):
                     return 405, {"error": "method"}
                 if self.path == "/control/tokens":
                     token = secrets.token_urlsafe(32)
+                    from_first_use = request.get("expires_in_from_first_use")
                     state.tokens[token] = {
                         "user": request["user"], "client_id": request["client_id"],
-                        "exp": time.time() + float(request.get("expires_in", 3600)),
+                        "exp": None if from_first_use is not None else time.time() + float(request.get("expires_in", 3600)),
+                        "lifetime": float(from_first_use) if from_first_use is not None else None,
                         "iss": request.get("issuer", state.issuer), "scopes": request.get("scopes", ["openid", "phone"]),
                         "revoked": False,
                     }
