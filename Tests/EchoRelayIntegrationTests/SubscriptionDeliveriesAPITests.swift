@@ -22,7 +22,8 @@ import TestSupport
                 let changed = try await f.pushVerified("phone.changed", userID: "sd2", phone: "+15550009999",
                                                        session: try f.session("sd2", phone: "+15550009999"))
                 try await subscriber.waitForDeliveries(count: 2, within: .seconds(20))
-                try await Task.sleep(for: .milliseconds(300))  // the second attempt's record commits after the answer
+                // An attempt's record commits after the answer: wait for it rather than guess how long it takes.
+                for event in [rotated, changed] { _ = try await f.finalDeliveries(of: try #require(event["id"] as? String), count: 1) }
 
                 func get(_ path: String, _ token: String) async throws -> TestHTTPResponse {
                     try await f.server.http.send(.GET, path, headers: [("Authorization", "Bearer \(token)")])
