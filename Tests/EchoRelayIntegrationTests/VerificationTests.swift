@@ -282,7 +282,8 @@ import TestSupport
             let session = f.provider.issueToken(for: "1919")
             f.provider.failNext(1)  // the first event's first try fails, so it is verified last
             let older = try await f.push("phone.changed", userID: "1919", phone: "+15555550119", echo: try f.echo(token: session.token, tokenSecret: session.secret))
-            try await Task.sleep(for: .milliseconds(300))
+            // The older's first try has failed before the newer is pushed (not 300 ms later and hoped so).
+            _ = try await f.provider.waitForRequests(count: 1, within: .seconds(30))
             f.provider.addAccount(userID: "1919", phoneNumber: "+15555550120")
             let newer = try await f.push("phone.changed", userID: "1919", phone: "+15555550120", echo: try f.echo(token: session.token, tokenSecret: session.secret))
             expectOutcome(try await f.outcome(of: newer), "verified", "provider_confirmed")
