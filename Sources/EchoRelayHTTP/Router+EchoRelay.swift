@@ -95,7 +95,8 @@ public func buildRouter(servesAPI: Bool = true, _ dependencies: HTTPDependencies
     ConsoleController(
         store: dependencies.store,
         sessions: ConsoleSessions(store: dependencies.store, authorizer: dependencies.authorizer, now: dependencies.now),
-        renderer: ConsoleRenderer(), workCreated: dependencies.workCreated, metrics: dependencies.metrics,
+        renderer: ConsoleRenderer(), workCreated: dependencies.workCreated, sendTestDelivery: dependencies.sendTestDelivery,
+        metrics: dependencies.metrics,
         sharedSignalsConfigured: dependencies.securityEvents != nil, now: dependencies.now
     ).addRoutes(to: router)
     return router

@@ -14,6 +14,8 @@ struct ConsoleController<Context: RequestContext>: Sendable {
     let sessions: ConsoleSessions
     let renderer: ConsoleRenderer
     let workCreated: @Sendable (WorkKind) -> Void
+    /// A subscription's test delivery; nil: not offered.
+    let sendTestDelivery: SendTestDelivery?
     let metrics: RelayMetrics
     /// Whether a Shared Signals transmitter is configured (its page says how to, if not).
     let sharedSignalsConfigured: Bool
@@ -47,6 +49,12 @@ struct ConsoleController<Context: RequestContext>: Sendable {
         router.get("/console/dead-letters", use: deadLetters)
         router.post("/console/dead-letters/redrive", use: redrive)
         router.get("/console/subscriptions", use: subscriptions)
+        router.get("/console/subscriptions/{id}", use: subscription)
+        for action in SubscriptionAction.allCases {
+            router.post("/console/subscriptions/{id}/\(action.rawValue)") { request, context in
+                try await subscriptionAction(action, request, context: context)
+            }
+        }
         router.get("/console/audit", use: audit)
         router.get("/console/shared-signals", use: sharedSignals)
     }
@@ -420,6 +428,7 @@ enum ConsolePath {
     static func user(_ id: String) -> String { "/console/users/" + encode(id) }
     static func event(_ id: String) -> String { "/console/events/" + encode(id) }
     static func replay(_ id: String) -> String { "/console/replays/" + encode(id) }
+    static func subscription(_ id: String) -> String { "/console/subscriptions/" + encode(id) }
     /// The id of a delivery's part of the event page, by its webhook-id (letters, digits, `_`).
     static func deliveryAnchor(_ webhookID: String) -> String { "delivery-" + webhookID.filter { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_") } }
 

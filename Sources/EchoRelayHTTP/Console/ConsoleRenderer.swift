@@ -30,6 +30,7 @@ struct ConsoleRenderer: Sendable {
         ("subscriptions", PackageResources.subscriptions_mustache), ("audit", PackageResources.audit_mustache),
         ("message", PackageResources.message_mustache), ("recent_events", PackageResources.recent_events_mustache),
         ("shared_signals", PackageResources.shared_signals_mustache), ("index", PackageResources.index_mustache),
+        ("subscription", PackageResources.subscription_mustache), ("secret", PackageResources.secret_mustache),
     ]
 
     static var styleSheet: [UInt8] { PackageResources.console_css }

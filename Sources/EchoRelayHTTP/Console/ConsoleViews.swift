@@ -348,6 +348,7 @@ struct SubscriptionsPage {
 
 struct SubscriptionRow {
     let id: String
+    let link: String
     let name: String
     let url: String
     let types: [String]
@@ -360,6 +361,7 @@ struct SubscriptionRow {
 
     init(_ subscription: Subscription, now: Date) {
         id = subscription.id
+        link = ConsolePath.subscription(subscription.id)
         name = SubscriptionNames.name(of: subscription)
         url = subscription.url
         types = subscription.eventTypes.map(\.rawValue)
@@ -369,6 +371,29 @@ struct SubscriptionRow {
         lastSuccessAt = subscription.lastSuccessAt.map { TimeView($0, now: now) }
         failingSince = subscription.failingSince.map { TimeView($0, now: now) }
     }
+}
+
+/// One subscription and the actions this role may take on it.
+struct SubscriptionView {
+    struct Action {
+        let action: String
+        let title: String
+        let hint: String
+        let button: String
+        let recover: Bool
+    }
+
+    let row: SubscriptionRow
+    let actions: [Action]
+}
+
+/// A rotated signing secret, shown once.
+struct SecretPage {
+    let heading: String
+    let subscriptionID: String
+    let secret: String
+    let overlap: String
+    let back: String
 }
 
 struct AuditPage {

@@ -96,7 +96,7 @@ import Testing
                     ("/console/replays/new", ["Count matches"]),
                     ("/console/replays/new?user_id=u-pages", [#"name="user_id" value="u-pages""#]),
                     ("/console/dead-letters", ["No dead letters.</p>"]),
-                    ("/console/subscriptions", ["<tr><td>127.0.0.1<br>", subscriptionID, "healthy"]),
+                    ("/console/subscriptions", [#"<tr><td><a href="/console/subscriptions/\#(subscriptionID)">127.0.0.1</a><br>"#, "healthy"]),
                 ]
                 for (path, texts) in pages {
                     let page = try await support.get(path)
