@@ -48,7 +48,7 @@ def main():
         started = time.monotonic()
         sign_in(driver, base, support)
         # A user id → the timeline.
-        search = driver.find_element(By.NAME, "user_id")
+        search = driver.find_element(By.NAME, "q")
         search.send_keys(user_id)
         search.submit()
         arrive(driver, lambda url: "/console/users/" in url, "the timeline")

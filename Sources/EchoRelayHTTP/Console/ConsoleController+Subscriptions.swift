@@ -5,8 +5,9 @@ import Logging
 
 /// What the console does to one subscription. Each is a POST with the session's CSRF token
 /// and a reason, shown on a confirmation page first and done only when that is confirmed; the
-/// audit entry carries the reason. Roles as the API's: enabling, disabling and rotating the
-/// secret are an administrator's; a test and a recover are support's too.
+/// audit entry carries the reason. Enabling and disabling are an administrator's; rotating the
+/// secret an administrator's and the owning app team's; a test and a recover anyone's who may
+/// see the subscription. An app team sees only the subscriptions its token made.
 enum SubscriptionAction: String, CaseIterable, Sendable {
     case enable, disable, test
     case rotateSecret = "rotate-secret"
@@ -14,8 +15,9 @@ enum SubscriptionAction: String, CaseIterable, Sendable {
 
     var roles: Set<Role> {
         switch self {
-        case .enable, .disable, .rotateSecret: [.admin]
-        case .test, .recover: .staff
+        case .enable, .disable: [.admin]
+        case .rotateSecret: [.admin, .app]
+        case .test, .recover: .everyone
         }
     }
 
@@ -42,8 +44,8 @@ enum SubscriptionAction: String, CaseIterable, Sendable {
 
 extension ConsoleController {
     @Sendable func subscription(_ request: Request, context: Context) async throws -> Response {
-        await signedIn(request, context: context) { signed in
-            let subscription = try await existingSubscription(try context.parameters.decoded("id"))
+        await signedIn(request, context: context, roles: .everyone) { signed in
+            let subscription = try await existingSubscription(try context.parameters.decoded("id"), seenBy: signed.actor)
             return signed.page("subscription", title: "Subscription \(subscription.id)", notice: request.uri.queryParameters.get("done"),
                                subscriptionPage(subscription, role: signed.actor.role))
         }
@@ -60,14 +62,15 @@ extension ConsoleController {
         })
     }
 
-    func existingSubscription(_ id: String) async throws -> Subscription {
-        guard let subscription = try await store.subscription(id: id) else { throw Problem.notFound("no subscription with id \"\(id)\"") }
-        return subscription
+    /// The subscription as `principal` may see it: staff any, an app team only its own (any
+    /// other is not found, as in the API).
+    func existingSubscription(_ id: String, seenBy principal: Principal) async throws -> Subscription {
+        try await store.subscription(id: id, seenBy: principal)
     }
 
     func subscriptionAction(_ action: SubscriptionAction, _ request: Request, context: Context) async throws -> Response {
         await signedIn(request, context: context, roles: action.roles) { signed in
-            let subscription = try await existingSubscription(try context.parameters.decoded("id"))
+            let subscription = try await existingSubscription(try context.parameters.decoded("id"), seenBy: signed.actor)
             let form = signed.form!
             let back = ConsolePath.subscription(subscription.id)
             let reason = form.value("reason")?.trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
@@ -143,6 +146,12 @@ extension ConsoleController {
                 }
                 workCreated(.replay)
                 metrics.replayRequested(kind: .recover)
+                // Staff follow it on the replay's page; an app team sees it on its subscription's.
+                guard Set<Role>.staff.contains(signed.actor.role) else {
+                    return ConsoleRenderer.redirect(to: back + "?" + ConsolePath.query([
+                        ("done", "Recover \(replay.id) started: \(replay.matched) event\(replay.matched == 1 ? "" : "s") will be sent again."),
+                    ]))
+                }
                 return ConsoleRenderer.redirect(to: ConsolePath.replay(replay.id))
             }
         }
@@ -163,5 +172,79 @@ extension ConsoleController {
             fields: form.fields.filter { !["csrf", "confirm"].contains($0.name) }.map { .init(name: $0.name, value: $0.value) },
             button: action.title, cancel: back
         )
+    }
+}
+
+/// A subscription's deliveries, newest first, each linked to its attempts.
+struct DeliveriesPage {
+    struct Row {
+        let createdAt: TimeView
+        let eventID: String
+        let type: String
+        let sequence: Int64
+        let userID: String
+        let replayID: String?
+        let webhookID: String
+        let status: String
+        let attempts: Int
+        let lastStatusCode: Int?
+        let attemptsLink: String
+    }
+
+    let name: String
+    let back: String
+    let deliveries: [Row]
+    let older: String?
+}
+
+/// One delivery's attempts.
+struct AttemptsPage {
+    let webhookID: String
+    let back: String
+    let attempts: [EventPage.Attempt]
+}
+
+extension ConsoleController {
+    @Sendable func subscriptionDeliveries(_ request: Request, context: Context) async throws -> Response {
+        await signedIn(request, context: context, roles: .everyone) { signed in
+            let subscription = try await existingSubscription(try context.parameters.decoded("id"), seenBy: signed.actor)
+            var reader = QueryReader(request)
+            let cursor: Int64? = reader.cursor()
+            let page = try await reader.page {
+                try await store.subscriptionDeliveries(subscriptionID: subscription.id, SubscriptionDeliveryFilter(), beforeID: cursor, limit: $0)
+            }
+            let base = ConsolePath.subscription(subscription.id) + "/deliveries"
+            let now = now()
+            return signed.page("deliveries", title: "Deliveries", DeliveriesPage(
+                name: SubscriptionNames.name(of: subscription), back: ConsolePath.subscription(subscription.id),
+                deliveries: page.shown.map { delivery in
+                    DeliveriesPage.Row(createdAt: TimeView(delivery.createdAt, now: now), eventID: delivery.eventID, type: delivery.type.rawValue,
+                                       sequence: delivery.sequence, userID: delivery.userID, replayID: delivery.replayID,
+                                       webhookID: delivery.webhookID, status: delivery.status.rawValue, attempts: delivery.attempts,
+                                       lastStatusCode: delivery.lastStatusCode, attemptsLink: base + "/" + String(delivery.id))
+                },
+                older: page.cursorRow.map { base + "?" + ConsolePath.query([("cursor", String($0.id))]) }
+            ))
+        }
+    }
+
+    @Sendable func deliveryAttempts(_ request: Request, context: Context) async throws -> Response {
+        await signedIn(request, context: context, roles: .everyone) { signed in
+            let subscription = try await existingSubscription(try context.parameters.decoded("id"), seenBy: signed.actor)
+            let text = try context.parameters.decoded("delivery_id")
+            guard let id = Int64(text), id > 0, id < .max, let attempts = try await store.deliveryAttempts(subscriptionID: subscription.id, deliveryID: id),
+                  let delivery = try await store.subscriptionDeliveries(subscriptionID: subscription.id, SubscriptionDeliveryFilter(),
+                                                                        beforeID: id + 1, limit: 1).first, delivery.id == id
+            else { throw Problem.notFound("no delivery \(text.prefix(40)) to this subscription") }
+            let now = now()
+            return signed.page("attempts", title: "Delivery \(delivery.webhookID)", AttemptsPage(
+                webhookID: delivery.webhookID, back: ConsolePath.subscription(subscription.id) + "/deliveries",
+                attempts: attempts.map { attempt in
+                    EventPage.Attempt(startedAt: TimeView(attempt.startedAt, now: now), statusCode: attempt.statusCode,
+                                      latency: EventPage.milliseconds(attempt.duration), errorKind: attempt.errorKind?.rawValue,
+                                      error: attempt.error, answer: attempt.responseHead.flatMap { $0.isEmpty ? nil : $0 })
+                }
+            ))
+        }
     }
 }

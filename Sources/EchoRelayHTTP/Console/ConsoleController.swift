@@ -50,6 +50,8 @@ struct ConsoleController<Context: RequestContext>: Sendable {
         router.post("/console/dead-letters/redrive", use: redrive)
         router.get("/console/subscriptions", use: subscriptions)
         router.get("/console/subscriptions/{id}", use: subscription)
+        router.get("/console/subscriptions/{id}/deliveries", use: subscriptionDeliveries)
+        router.get("/console/subscriptions/{id}/deliveries/{delivery_id}", use: deliveryAttempts)
         for action in SubscriptionAction.allCases {
             router.post("/console/subscriptions/{id}/\(action.rawValue)") { request, context in
                 try await subscriptionAction(action, request, context: context)
@@ -109,6 +111,12 @@ struct ConsoleController<Context: RequestContext>: Sendable {
             }
         }
         guard roles.contains(session.principal.role) else {
+            // An app team's portal has its own subscriptions only: anything else does not exist
+            // for it, as in the API.
+            if session.principal.role == .app {
+                return message(session, status: .notFound, heading: "Not found", text: "There is no such page here.",
+                               link: ("Your subscriptions", "/console/subscriptions"))
+            }
             return message(session, status: .forbidden, heading: "Not for your role",
                            text: Problem.forbidden(allowed: roles, actual: session.principal.role).detail ?? "", link: nil)
         }
@@ -171,7 +179,7 @@ struct ConsoleController<Context: RequestContext>: Sendable {
             return signInPage(request, status: .forbidden, problem: "the sign-in form had expired; enter the token again")
         }
         guard let token = form.value("token")?.trimmingCharacters(in: .whitespaces), !token.isEmpty else {
-            return signInPage(request, status: .unprocessableContent, problem: "token: enter a support or admin access token")
+            return signInPage(request, status: .unprocessableContent, problem: "token: enter an access token (support, admin, or an app team's)")
         }
         let principal: Principal
         do {
@@ -183,11 +191,7 @@ struct ConsoleController<Context: RequestContext>: Sendable {
             }
             return failure(error, session: nil, context: context)
         }
-        guard Set<Role>.staff.contains(principal.role) else {
-            context.logger.notice("console sign-in refused for the role", metadata: ["actor": "\(principal.name)", "role": "\(principal.role.rawValue)"])
-            return signInPage(request, status: .forbidden,
-                              problem: "token: the console is for support staff; this token has the \(principal.role.rawValue) role")
-        }
+
         do {
             let secure = ConsoleSessions.isSecure(request)
             let (_, cookie) = try await sessions.open(for: principal, secure: secure)
@@ -195,7 +199,8 @@ struct ConsoleController<Context: RequestContext>: Sendable {
             var headers = HTTPFields()
             headers.append(HTTPField(name: .setCookie, value: cookie.description))
             headers.append(HTTPField(name: .setCookie, value: ConsoleSessions.expired(ConsoleSessions.signInCookieName, secure: secure).description))
-            return ConsoleRenderer.redirect(to: "/console", headers: headers)
+            // An app team starts at its subscriptions, the only pages it has.
+            return ConsoleRenderer.redirect(to: principal.role == .app ? "/console/subscriptions" : "/console", headers: headers)
         } catch {
             return failure(error, session: nil, context: context)
         }
@@ -212,7 +217,9 @@ struct ConsoleController<Context: RequestContext>: Sendable {
     // MARK: Reading pages
 
     @Sendable func home(_ request: Request, context: Context) async throws -> Response {
-        await signedIn(request, context: context) { signed in
+        await signedIn(request, context: context, roles: .everyone) { signed in
+            // An app team's portal starts at its subscriptions.
+            guard Set<Role>.staff.contains(signed.actor.role) else { return ConsoleRenderer.redirect(to: "/console/subscriptions") }
             return signed.page("home", title: "Find a user", HomePage(userID: ""))
         }
     }
@@ -365,11 +372,13 @@ struct ConsoleController<Context: RequestContext>: Sendable {
     }
 
     @Sendable func subscriptions(_ request: Request, context: Context) async throws -> Response {
-        await signedIn(request, context: context) { signed in
+        await signedIn(request, context: context, roles: .everyone) { signed in
             let cursor = request.uri.queryParameters.get("cursor")
             let page: SubscriptionPage
             do {
-                page = try await store.subscriptions(owner: nil, cursor: cursor, limit: 100)
+                // An app token sees the subscriptions it made, as in the API.
+                let owner = signed.actor.role == .app ? (signed.actor.tokenID ?? "-") : nil
+                page = try await store.subscriptions(owner: owner, cursor: cursor, limit: 100)
             } catch is SubscriptionCursorError {
                 throw Problem(.badRequest, slug: "invalid-query", title: "Invalid query", detail: "cursor: not a cursor this server gave out")
             }
@@ -411,6 +420,11 @@ struct ConsoleController<Context: RequestContext>: Sendable {
             ))
         }
     }
+}
+
+extension Set<Role> {
+    /// Every role: the pages an app team's portal shares with staff (its own subscriptions).
+    static var everyone: Set<Role> { Set(Role.allCases) }
 }
 
 /// The console's own addresses, with every id percent-encoded into its path segment.

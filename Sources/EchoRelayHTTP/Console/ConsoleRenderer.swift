@@ -31,6 +31,7 @@ struct ConsoleRenderer: Sendable {
         ("message", PackageResources.message_mustache), ("recent_events", PackageResources.recent_events_mustache),
         ("shared_signals", PackageResources.shared_signals_mustache), ("index", PackageResources.index_mustache),
         ("subscription", PackageResources.subscription_mustache), ("secret", PackageResources.secret_mustache),
+        ("deliveries", PackageResources.deliveries_mustache), ("attempts", PackageResources.attempts_mustache),
     ]
 
     static var styleSheet: [UInt8] { PackageResources.console_css }
@@ -53,7 +54,8 @@ struct ConsoleRenderer: Sendable {
              page: Any) {
             self.title = title
             self.session = session.map {
-                SessionView(name: $0.principal.name, role: $0.principal.role.rawValue, formToken: $0.formToken)
+                SessionView(name: $0.principal.name, role: $0.principal.role.rawValue, formToken: $0.formToken,
+                            staff: Set<Role>.staff.contains($0.principal.role))
             }
             self.formToken = session?.formToken
             self.notice = notice
@@ -67,6 +69,8 @@ struct ConsoleRenderer: Sendable {
         let name: String
         let role: String
         let formToken: String
+        /// Support or admin: the whole menu. An app team's session has its subscriptions only.
+        let staff: Bool
     }
 
     struct ProblemView {

@@ -97,3 +97,73 @@ import TestSupport
         }
     }
 }
+
+/// An app team's portal: its `app` token signs in to the console and finds its own
+/// subscriptions, their deliveries and attempts, a test, a recover and a new secret; every
+/// other page and every other subscription is `404`, as in the API. On both stores.
+@Suite struct ConsoleAppPortalTests {
+    @Test(arguments: ConsoleSubscriptionActionsTests.stores)
+    func anAppTeamSeesOnlyItsOwnSubscriptionsAndEverythingElseIsNotFound(store: StoreKind) async throws {
+        try await OAuth2Fixture.run(store) { f in
+            let admin = [("Authorization", "Bearer \(LiveServer.adminToken)"), ("Content-Type", "application/json")]
+            let others = try #require(try await f.http.get("/v1/subscriptions", bearer: LiveServer.adminToken).json?["subscriptions"] as? [[String: Any]])
+            let otherID = try #require(others.first?["id"] as? String)
+            let app = try #require(try await f.http.send(.POST, "/v1/tokens", headers: admin,
+                                                         body: Array(#"{"role": "app", "name": "billing"}"#.utf8)).json?["token"] as? String)
+            let own = try #require(try await f.http.send(.POST, "/v1/subscriptions", headers: [
+                ("Authorization", "Bearer \(app)"), ("Content-Type", "application/json"),
+            ], body: Array(#"{"url": "\#(f.subscriber.url("/billing"))", "event_types": ["token.rotated"], "description": "billing"}"#.utf8)).json)
+            let ownID = try #require(own["id"] as? String)
+            let session = try await f.session("portal-1")
+            let event = try await f.pushed("token.rotated", userID: "portal-1", token: session)
+            _ = try await f.deliveries(of: try #require(event["id"] as? String), count: 2)
+
+            let portal = ConsoleBrowser(port: f.http.port)
+            let signedIn = try await portal.signIn(token: app)
+            #expect(signedIn.status == 303 && signedIn.headers["Location"] == ["/console/subscriptions"])
+            let list = try await portal.get("/console/subscriptions")
+            #expect(list.status == 200 && list.text.contains(ownID) && !list.text.contains(otherID), "only its own")
+            #expect(list.text.contains("Your subscriptions") && !list.text.contains("/console/audit"), "its own menu")
+            #expect(try await portal.get("/console").headers["Location"] == ["/console/subscriptions"])
+
+            let page = "/console/subscriptions/\(ownID)"
+            let mine = try await portal.get(page)
+            #expect(mine.status == 200)
+            for action in ["test", "recover", "rotate-secret"] { #expect(mine.text.contains("\(page)/\(action)"), "\(action)") }
+            #expect(!mine.text.contains("\(page)/disable"))
+
+            // Its deliveries and their attempts.
+            var deliveries = try await portal.get("\(page)/deliveries")
+            let deadline = ContinuousClock.now + .seconds(20)
+            while !deliveries.text.contains("delivered"), ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(100))
+                deliveries = try await portal.get("\(page)/deliveries")
+            }
+            #expect(deliveries.status == 200 && deliveries.text.contains("portal-1") && deliveries.text.contains("delivered"), "\(deliveries.text)")
+            let attemptsLink = try #require(deliveries.text.firstMatch(of: /href="(\/console\/subscriptions\/[^"]+\/deliveries\/[0-9]+)"/).map { String($0.1) })
+            let attempts = try await portal.get(attemptsLink)
+            #expect(attempts.status == 200 && attempts.text.contains("<td>200</td>"), "\(attempts.text)")
+
+            // Its actions.
+            let csrf = try ConsoleBrowser.hiddenField("csrf", in: mine.text)
+            let tested = try await portal.post("\(page)/test", [("csrf", csrf), ("reason", "does our endpoint work?"), ("confirm", "yes")])
+            #expect(tested.status == 303)
+            let rotated = try await portal.post("\(page)/rotate-secret", [("csrf", csrf), ("reason", "rotating"), ("confirm", "yes")])
+            #expect(rotated.status == 200 && rotated.text.contains("whsec_"))
+            let recover = try await portal.post("\(page)/recover", [("csrf", csrf), ("reason", "we were down"), ("since", "2020-01-01T00:00:00Z")])
+            #expect(recover.status == 200 && recover.text.contains("Nothing to recover"), "\(recover.text)")
+            #expect(try await portal.post("\(page)/disable", [("csrf", csrf), ("reason", "no"), ("confirm", "yes")]).status == 404)
+
+            // Everything else does not exist for it.
+            for path in ["/console/subscriptions/\(otherID)", "/console/subscriptions/\(otherID)/deliveries", "/console/events",
+                         "/console/users/portal-1", "/console/events/\(event["id"] as? String ?? "")", "/console/audit",
+                         "/console/dead-letters", "/console/replays/new", "/console/shared-signals", "/console/search?q=portal-1"] {
+                #expect(try await portal.get(path).status == 404, "\(path)")
+            }
+            for path in ["/console/subscriptions/\(otherID)/test", "/console/events/\(event["id"] as? String ?? "")/replay",
+                         "/console/dead-letters/redrive"] {
+                #expect(try await portal.post(path, [("csrf", csrf), ("reason", "r"), ("confirm", "yes")]).status == 404, "\(path)")
+            }
+        }
+    }
+}
