@@ -4,6 +4,7 @@ import EchoRelayServer
 @testable import EchoRelayWorkers
 import Foundation
 import NIOCore
+import NIOHTTP1
 import NIOPosix
 import Testing
 import TestSupport
@@ -118,5 +119,32 @@ private final class CloseOnRead: ChannelInboundHandler, Sendable {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         context.close(promise: nil)
+    }
+}
+
+/// The kind is recorded and shown the same on both stores.
+@Suite struct DeliveryErrorKindsOnBothStoresTests {
+    @Test(arguments: [StoreKind.postgres, .sqlite])
+    func aClosedPortIsRecordedAsConnectionRefused(store: StoreKind) async throws {
+        try await OAuth2Fixture.run(store) { f in
+            let closed = try freeLoopbackPort()
+            let created = try await f.http.send(.POST, "/v1/subscriptions", headers: [
+                ("Authorization", "Bearer \(LiveServer.adminToken)"), ("Content-Type", "application/json"),
+            ], body: Array(#"{"url": "http://127.0.0.1:\#(closed)/hooks", "event_types": ["token.rotated"]}"#.utf8))
+            let id = try #require(created.json?["id"] as? String)
+            let event = try await f.pushed("token.rotated", userID: "ek-both", token: try await f.session("ek-both"))
+            let eventID = try #require(event["id"] as? String)
+            var attempt: [String: Any]?
+            let deadline = ContinuousClock.now + .seconds(20)
+            while attempt == nil, ContinuousClock.now < deadline {
+                let deliveries = try await f.outcome(of: eventID)["deliveries"] as? [[String: Any]] ?? []
+                attempt = (deliveries.first { $0["subscription_id"] as? String == id }?["attempts"] as? [[String: Any]])?.first
+                if attempt == nil { try await Task.sleep(for: .milliseconds(100)) }
+            }
+            #expect(attempt?["error_kind"] as? String == "connection_refused", "\(String(describing: attempt))")
+            let shown = try await ChildProcess.run(["events", "show", eventID],
+                                                   environment: ["ECHORELAY_URL": f.http.baseURL, "ECHORELAY_TOKEN": LiveServer.adminToken])
+            #expect(shown.stdout.contains("connection_refused: connection refused"), "the attempt log shows it: \(shown.stdout)")
+        }
     }
 }

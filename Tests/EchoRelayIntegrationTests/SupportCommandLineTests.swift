@@ -31,6 +31,28 @@ import TestSupport
 
     // MARK: events
 
+    /// The deliveries column says how many of how many arrived, and `events show` gives
+    /// every time to the millisecond, so the times of one page line up.
+    @Test func eventsListSaysHowManyArrivedAndEventsShowGivesEveryTimeAlike() async throws {
+        try await EchoFixture.run { f in
+            try await StandInSubscriber().run { subscriber in
+                _ = try await f.subscribe(url: subscriber.url())
+                let event = try await f.pushVerified("token.rotated", userID: "u-words", session: try f.session("u-words"))
+                let eventID = try #require(event["id"] as? String)
+                _ = try await f.finalDeliveries(of: eventID, count: 1)
+                let list = try await Self.cli(["events", "list", "--user", "u-words"], f.server)
+                #expect(list.stdout.contains("1 of 1 delivered"), "\(list.stdout)")
+                let shown = try await Self.cli(["events", "show", eventID], f.server)
+                let times = shown.stdout.matches(of: /\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z/).map { String($0.0) }
+                #expect(times.count >= 5, "\(shown.stdout)")
+                let blockTimes = shown.stdout.split(separator: "\n").filter { $0.contains(" at:") }
+                    .compactMap { $0.firstMatch(of: /\d{4}-\d{2}-\d{2}T[0-9:.]+Z/).map { String($0.0) } }
+                #expect(!blockTimes.isEmpty && blockTimes.allSatisfy { $0.wholeMatch(of: /.*T\d{2}:\d{2}:\d{2}\.\d{3}Z/) != nil },
+                        "one precision: \(blockTimes)")
+            }
+        }
+    }
+
     @Test func eventsListShowsTheUsersEventsNewestFirstAsATableAndAsJSON() async throws {
         try await LiveServer.run { server in
             #expect(try await server.ingest(eventBody(id: "evt_a1", type: "token.rotated", userID: "u-100")).status == 202)
