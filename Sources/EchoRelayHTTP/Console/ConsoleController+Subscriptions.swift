@@ -58,7 +58,7 @@ extension ConsoleController {
         }
         return SubscriptionView(row: SubscriptionRow(subscription, now: now()), actions: offered.map { action in
             SubscriptionView.Action(action: ConsolePath.subscription(subscription.id) + "/" + action.rawValue, title: action.title,
-                                    hint: action.hint, button: action.title, recover: action == .recover)
+                                    hint: action.hint, recover: action == .recover)
         })
     }
 
@@ -239,11 +239,7 @@ extension ConsoleController {
             let now = now()
             return signed.page("attempts", title: "Delivery \(delivery.webhookID)", AttemptsPage(
                 webhookID: delivery.webhookID, back: ConsolePath.subscription(subscription.id) + "/deliveries",
-                attempts: attempts.map { attempt in
-                    EventPage.Attempt(startedAt: TimeView(attempt.startedAt, now: now), statusCode: attempt.statusCode,
-                                      latency: EventPage.milliseconds(attempt.duration), errorKind: attempt.errorKind?.rawValue,
-                                      error: attempt.error, answer: attempt.responseHead.flatMap { $0.isEmpty ? nil : $0 })
-                }
+                attempts: attempts.map { EventPage.attempt($0, now: now) }
             ))
         }
     }

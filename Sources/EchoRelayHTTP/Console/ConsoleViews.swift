@@ -145,6 +145,13 @@ struct EventPage {
         let answer: String?
     }
 
+    /// Shown the same on the event's page and on a subscription's delivery page.
+    static func attempt(_ attempt: DeliveryAttempt, now: Date) -> Attempt {
+        Attempt(startedAt: TimeView(attempt.startedAt, now: now), statusCode: attempt.statusCode,
+                latency: milliseconds(attempt.duration), errorKind: attempt.errorKind?.rawValue,
+                error: attempt.error, answer: attempt.responseHead.flatMap { $0.isEmpty ? nil : $0 })
+    }
+
     struct Target {
         let id: String
         let name: String
@@ -203,11 +210,7 @@ struct EventPage {
                 anchor: anchored.insert(delivery.webhookID).inserted ? ConsolePath.deliveryAnchor(delivery.webhookID) : nil,
                 status: delivery.status.rawValue, createdAt: TimeView(delivery.createdAt, now: now),
                 nextAttemptAt: delivery.status == .pending ? delivery.nextAttemptAt.map { TimeView($0, now: now) } : nil,
-                attempts: delivery.attempts.map { attempt in
-                    Attempt(startedAt: TimeView(attempt.startedAt, now: now), statusCode: attempt.statusCode,
-                            latency: Self.milliseconds(attempt.duration), errorKind: attempt.errorKind?.rawValue,
-                            error: attempt.error, answer: attempt.responseHead.flatMap { $0.isEmpty ? nil : $0 })
-                }
+                attempts: delivery.attempts.map { Self.attempt($0, now: now) }
             )
         }
         verified = event.status == .verified
@@ -379,7 +382,6 @@ struct SubscriptionView {
         let action: String
         let title: String
         let hint: String
-        let button: String
         let recover: Bool
     }
 
