@@ -20,6 +20,12 @@ public protocol EventStore: Sendable {
     /// Whether the store is reachable and its schema is current.
     func readiness() async -> Readiness
 
+    /// Returns once every change this process has committed so far is as durable as the store
+    /// was opened to make it (`Durability`); throws `StandbyUnconfirmed` when it is not within
+    /// the store's wait. Ingest confirms inside its own commits; the API calls this before it
+    /// acknowledges any other change.
+    func confirmDurable() async throws
+
     // MARK: Verification
 
     /// Leases up to `limit` due verification items to `owner` for `lease`, counting a try

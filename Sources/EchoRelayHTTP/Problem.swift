@@ -82,6 +82,18 @@ extension Problem {
         )
     }
 
+    /// `ECHORELAY_DURABILITY=standby` and no standby confirmed the commit in time. It is on
+    /// the primary and may or may not survive it, so unlike the other 503s this one does not
+    /// say that nothing was stored.
+    static func standbyUnconfirmed(_ error: StandbyUnconfirmed) -> Problem {
+        Problem(
+            .serviceUnavailable, slug: "unavailable", title: "Service unavailable",
+            detail: "\(error.reason); it is committed on the primary and may not survive its loss. "
+                + "Send the same event or SET again after Retry-After (it gets its stored receipt); check a change before you repeat it",
+            headers: [.retryAfter: "2"]
+        )
+    }
+
     static let internalError = Problem(
         .internalServerError, slug: "internal", title: "Internal error",
         detail: "the request failed on the server; nothing was stored"

@@ -15,6 +15,9 @@ struct ProblemMiddleware<Context: RequestContext>: RouterMiddleware {
             context.logger.error("store failure", metadata: ["error": "\(error)"])
             if case .unavailable = error { throw Problem.serviceUnavailable }
             throw Problem.internalError
+        } catch let error as StandbyUnconfirmed {
+            context.logger.warning("answered 503: \(error)")
+            throw Problem.standbyUnconfirmed(error)
         } catch is TimeoutError {
             context.logger.error("the database did not answer in time")
             throw Problem.serviceUnavailable

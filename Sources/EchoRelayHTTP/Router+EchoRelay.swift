@@ -28,6 +28,9 @@ public struct HTTPDependencies: Sendable {
     public var sendTestDelivery: SendTestDelivery?
     /// The proofs ingest and re-verification accept: those of the configured providers.
     public var acceptedProofs: AcceptedProofs
+    /// With `.standby`, every change asked for through the API is answered only once a standby
+    /// holds it (`DurableAnswerMiddleware`); ingest confirms inside its own commits.
+    public var durability: Durability
 
     public init(
         store: any EchoRelayStore, subscriberURLPolicy: SubscriberURLPolicy, ingestSecrets: [WebhookSecret],
@@ -35,13 +38,14 @@ public struct HTTPDependencies: Sendable {
         metrics: RelayMetrics = RelayMetrics(), metricsRegistry: PrometheusCollectorRegistry = PrometheusCollectorRegistry(),
         backlog: BacklogLimit? = nil, securityEvents: SecurityEventReceiver? = nil, transmitter: TransmitterClient? = nil,
         sendTestDelivery: SendTestDelivery? = nil,
-        acceptedProofs: AcceptedProofs = .all, now: @escaping @Sendable () -> Date = { Date() },
+        acceptedProofs: AcceptedProofs = .all, durability: Durability = .local, now: @escaping @Sendable () -> Date = { Date() },
         workCreated: @escaping @Sendable (WorkKind) -> Void = { _ in }
     ) {
         self.securityEvents = securityEvents
         self.transmitter = transmitter
         self.sendTestDelivery = sendTestDelivery
         self.acceptedProofs = acceptedProofs
+        self.durability = durability
         self.requestTimeout = requestTimeout
         self.backlog = backlog
         self.metrics = metrics
@@ -60,6 +64,7 @@ public func buildRouter(servesAPI: Bool = true, _ dependencies: HTTPDependencies
     let router = Router(context: EchoRelayRequestContext.self)
     router.add(middleware: ProblemMiddleware())
     router.add(middleware: RequestBodyMiddleware(timeout: dependencies.requestTimeout))
+    if dependencies.durability == .standby { router.add(middleware: DurableAnswerMiddleware(store: dependencies.store)) }
     HealthController(store: dependencies.store).addRoutes(to: router)
     MetricsController(store: dependencies.store, registry: dependencies.metricsRegistry).addRoutes(to: router)
     guard servesAPI else { return router }

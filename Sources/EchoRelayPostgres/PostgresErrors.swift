@@ -79,7 +79,7 @@ enum ConnectionPoolFailure: CustomStringConvertible {
 extension StoreError {
     /// Maps a PostgreSQL error to a store error with a description that is safe to log.
     static func wrap(_ error: any Error) -> any Error {
-        if error is StoreError || error is CancellationError || error is SecretSealerError { return error }
+        if error is StoreError || error is CancellationError || error is SecretSealerError || error is StandbyUnconfirmed { return error }
         if let error = error as? PSQLError, error.isConnectionFailure {
             return StoreError.unavailable(safeDescription(of: error))
         }

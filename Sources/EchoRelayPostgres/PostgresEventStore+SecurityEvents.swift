@@ -3,7 +3,7 @@ import PostgresNIO
 
 extension PostgresEventStore: SecurityEventStore {
     public func receiveSecurityEvent(_ received: ReceivedSecurityEvent) async throws -> SecurityEventReceipt {
-        try await transaction { connection in
+        try await durableTransaction { connection in
             let disposition = try await received.disposition.matched { column, value in
                 try await connection.query(
                     "SELECT user_id FROM users WHERE \(unescaped: column) = \(value) LIMIT 2", logger: logger
@@ -60,9 +60,10 @@ extension PostgresEventStore: SecurityEventStore {
         }
     }
 
+    /// Durable before the poller reports the refusal (`setErrs`) to the transmitter.
     public func recordRefusedSecurityEvent(_ refused: RefusedSecurityEvent) async throws {
-        try await wrapped {
-            try await client.query("""
+        try await durableTransaction { connection in
+            _ = try await connection.query("""
                 INSERT INTO security_events (issuer, jti, event_type, issued_at, fingerprint, disposition, note)
                 VALUES (\(refused.issuer), \(refused.jti), '', now(), \(ByteBuffer(bytes: refused.fingerprint)), 'refused',
                         \(refused.note))

@@ -19,6 +19,26 @@ extension PostgresEventStore {
         }
     }
 
+    /// `transaction`, answered once the commit is as durable as the store promises: with
+    /// `Durability.standby`, a standby holds it (checked on the same connection, so on the
+    /// server that committed it). For what is acknowledged to someone outside: a SET received.
+    func durableTransaction<Result: Sendable>(
+        _ body: (PostgresConnection) async throws -> sending Result
+    ) async throws -> sending Result {
+        guard let standby else { return try await transaction(body) }
+        do {
+            return try await client.withConnection { connection in
+                let result = try await connection.withTransaction(logger: logger, body)
+                try await standby.confirm(on: connection, logger: logger)
+                return result
+            }
+        } catch let error as PostgresTransactionError {
+            throw StoreError.wrap(error.beginError ?? error.closureError ?? error.commitError ?? error)
+        } catch {
+            throw StoreError.wrap(error)
+        }
+    }
+
     /// Runs `body` — a statement or a few, outside a transaction — with its database errors
     /// as `StoreError`s, a lost connection as `.unavailable`. A domain error is thrown before
     /// it, so that it is not wrapped.

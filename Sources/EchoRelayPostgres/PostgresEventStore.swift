@@ -12,6 +12,8 @@ public struct PostgresEventStore: EventStore {
     let sealer: SecretSealer?
     /// Where other processes verify what this one stores (`--role ingest`): see `init`.
     let wakeOtherProcesses: WakeLimiter?
+    /// Set with `Durability.standby`: acknowledged commits wait for a standby's flush.
+    let standby: StandbyConfirmation?
 
     /// Concurrent ingests share statements and commits (group commit): see `ingestBatch`.
     private let ingests: GroupCommit<IncomingEvent, IngestReceipt>
@@ -33,15 +35,25 @@ public struct PostgresEventStore: EventStore {
     ///   inside their own transaction (none is sent after the commit).
     /// - verificationHandOffs: set where this process verifies what it ingests (`--role all`):
     ///   ingested events go to its verify worker in memory, their work items leased to it.
+    /// - durability: with `.standby`, an ingest batch is answered once a standby has flushed
+    ///   its commit (`StandbyConfirmation`, waiting up to `ingestWait`), as are received SETs
+    ///   and `confirmDurable()`; other commits (the workers') do not wait.
     public init(client: DatabaseClient, logger: Logger, sealer: SecretSealer? = nil, metrics: RelayMetrics = RelayMetrics(),
-                ingestWait: Duration = .seconds(10), wakeOtherProcesses: WakeLimiter? = nil, wakeOnOutcomes: WakeLimiter? = nil,
-                verificationHandOffs: VerificationInbox? = nil) {
+                ingestWait: Duration = .seconds(10), durability: Durability = .local, wakeOtherProcesses: WakeLimiter? = nil,
+                wakeOnOutcomes: WakeLimiter? = nil, verificationHandOffs: VerificationInbox? = nil) {
         self.client = client
         self.logger = logger
         self.sealer = sealer
         self.wakeOtherProcesses = wakeOtherProcesses
+        let standby = durability == .standby ? StandbyConfirmation(wait: ingestWait) : nil
+        self.standby = standby
         ingests = Self.groupCommit(client: client, maximumWait: ingestWait, flushLimit: ingestWait * 2, flushed: { metrics.batchCommitted(.ingest, size: $0) }) {
-            await Self.ingestBatch($0, on: $1, wakePayload: wakeOtherProcesses?.next(), handOffs: verificationHandOffs, logger: logger)
+            events, connection in
+            let results = await Self.ingestBatch(events, on: connection, wakePayload: wakeOtherProcesses?.next(),
+                                                 handOffs: verificationHandOffs, logger: logger)
+            // One confirmation for the whole batch, duplicates included: a stored receipt is
+            // only as durable as the commit that stored it.
+            return await standby?.confirming(results, on: connection, logger: logger) ?? results
         }
         finishes = Self.groupCommit(client: client, flushed: { metrics.batchCommitted(.verification, size: $0) }) {
             await Self.finishBatch($0, on: $1, wakes: wakeOnOutcomes, logger: logger)
@@ -54,10 +66,10 @@ public struct PostgresEventStore: EventStore {
 
     /// On one server's client, run by the caller (tests and one-shot tools).
     public init(client: PostgresClient, logger: Logger, sealer: SecretSealer? = nil, metrics: RelayMetrics = RelayMetrics(),
-                ingestWait: Duration = .seconds(10), wakeOtherProcesses: WakeLimiter? = nil, wakeOnOutcomes: WakeLimiter? = nil,
-                verificationHandOffs: VerificationInbox? = nil) {
+                ingestWait: Duration = .seconds(10), durability: Durability = .local, wakeOtherProcesses: WakeLimiter? = nil,
+                wakeOnOutcomes: WakeLimiter? = nil, verificationHandOffs: VerificationInbox? = nil) {
         self.init(client: DatabaseClient(client, logger: logger), logger: logger, sealer: sealer, metrics: metrics,
-                  ingestWait: ingestWait, wakeOtherProcesses: wakeOtherProcesses, wakeOnOutcomes: wakeOnOutcomes,
+                  ingestWait: ingestWait, durability: durability, wakeOtherProcesses: wakeOtherProcesses, wakeOnOutcomes: wakeOnOutcomes,
                   verificationHandOffs: verificationHandOffs)
     }
 
@@ -219,5 +231,10 @@ public struct PostgresEventStore: EventStore {
         } catch {
             return .notReady("database unreachable")
         }
+    }
+
+    public func confirmDurable() async throws {
+        guard let standby else { return }
+        try await wrapped { try await client.withConnection { try await standby.confirm(on: $0, logger: logger) } }
     }
 }

@@ -231,4 +231,8 @@ extension SQLiteEventStore {
             return .notReady("database unreachable")
         }
     }
+
+    /// A commit here is on this machine's disk, and nowhere else: `serve` refuses
+    /// `ECHORELAY_DURABILITY=standby` on the embedded store, so there is nothing to wait for.
+    public func confirmDurable() async throws {}
 }

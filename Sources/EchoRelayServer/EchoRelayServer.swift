@@ -28,7 +28,7 @@ public enum EchoRelayServer {
         let verificationHandOffs = verificationInbox(configuration, processID: processID)
         let backend = try await StoreBackend.open(
             checked.location, workers: .init(wakes: [wakes.verify, wakes.delivery, wakes.replay], processID: processID),
-            sealer: checked.sealer, metrics: metrics, ingestWait: configuration.ingestWait,
+            sealer: checked.sealer, metrics: metrics, ingestWait: configuration.ingestWait, durability: configuration.durability,
             // Only an ingest-only process stores work that other processes must be woken for.
             ingestWakesOtherProcesses: !configuration.role.runsWorkers, verificationHandOffs: verificationHandOffs, logger: logger
         )
@@ -112,7 +112,7 @@ public enum EchoRelayServer {
             sendTestDelivery: { [sender = TestDeliverySender(configuration: DeliveryWorkerConfiguration(configuration))] in
                 await sender.send(to: $0, secrets: $1)
             },
-            acceptedProofs: configuration.acceptedProofs,
+            acceptedProofs: configuration.acceptedProofs, durability: configuration.durability,
             workCreated: { kind in wakes.workCreated(kind, announce: backend.announce) }
         ))
     }
@@ -335,6 +335,12 @@ struct CheckedSettings {
                 reason: "at least one whsec_ secret is required to accept events (generate one with: echorelay secret)"
             )
         }
+        if case .sqlite = location, configuration.durability == .standby {
+            throw ConfigurationError(
+                setting: "ECHORELAY_DURABILITY",
+                reason: "standby waits for a PostgreSQL standby to hold each commit, and the embedded store has none; use local, or run on PostgreSQL with a streaming standby (ECHORELAY_DATABASE_URL=postgres://…)"
+            )
+        }
         if case .sqlite = location, configuration.role != .all {
             throw ConfigurationError(
                 setting: "ECHORELAY_ROLE",
@@ -358,6 +364,9 @@ struct CheckedSettings {
 
     /// Says at start how secrets are kept, and warns of settings meant only for testing.
     func logSecurity(_ configuration: ServerConfiguration, logger: Logger) {
+        if configuration.durability == .standby {
+            logger.info("ECHORELAY_DURABILITY=standby: a 202, and any change acknowledged through the API, waits until a standby of the primary has flushed it (up to \(DurationText.format(configuration.ingestWait)), else 503)")
+        }
         if let sealer {
             logger.info("subscription secrets are sealed at rest", metadata: [
                 "secret_key.sealing": "\(sealer.sealingKeyID)", "secret_key.ids": "\(sealer.keyIDs.joined(separator: ","))",

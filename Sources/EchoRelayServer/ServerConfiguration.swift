@@ -28,6 +28,9 @@ public struct ServerConfiguration: Sendable {
     /// How long an ingest may wait for its commit before it is answered `503` (nothing
     /// stored; the provider retries the same id safely).
     public var ingestWait: Duration
+    /// `ECHORELAY_DURABILITY`: what a `202` (and any acknowledged change) waits for. With
+    /// `.standby`, a standby's flush, for up to `ingestWait`; PostgreSQL only.
+    public var durability: Durability = .local
     /// `ECHORELAY_BACKLOG_LIMIT`: past this many events received and not yet final, ingest
     /// answers `503` with `Retry-After` and stores nothing; nil: no limit.
     public var backlogLimit: Int?

@@ -68,7 +68,8 @@ struct StoreBackend {
     /// (default: `logger`).
     static func open(
         _ location: DatabaseLocation, workers: Workers? = nil, sealer: SecretSealer? = nil,
-        metrics: RelayMetrics = RelayMetrics(), ingestWait: Duration = .seconds(10), ingestWakesOtherProcesses: Bool = false,
+        metrics: RelayMetrics = RelayMetrics(), ingestWait: Duration = .seconds(10), durability: Durability = .local,
+        ingestWakesOtherProcesses: Bool = false,
         verificationHandOffs: VerificationInbox? = nil, logger: Logger, poolLogger: Logger? = nil
     ) async throws -> StoreBackend {
         switch location {
@@ -85,7 +86,7 @@ struct StoreBackend {
             let migrator = Migrator(client: client, logger: logger)
             return StoreBackend(
                 store: PostgresEventStore(
-                    client: client, logger: logger, sealer: sealer, metrics: metrics, ingestWait: ingestWait,
+                    client: client, logger: logger, sealer: sealer, metrics: metrics, ingestWait: ingestWait, durability: durability,
                     wakeOtherProcesses: ingestWakesOtherProcesses ? workers.map { WakeLimiter(payload: $0.processID) } : nil,
                     wakeOnOutcomes: workers.map { WakeLimiter(payload: $0.processID) }, verificationHandOffs: verificationHandOffs
                 ),

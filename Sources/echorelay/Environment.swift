@@ -139,6 +139,10 @@ enum Setting {
         try parsed(ServeSettings.role, flag, must: "all, ingest or workers", ServerRole.init(rawValue:))
     }
 
+    static func durability(_ flag: String?) throws -> Durability {
+        try parsed(ServeSettings.durability, flag, must: "local or standby", Durability.init(rawValue:))
+    }
+
     /// `ECHORELAY_BACKLOG_LIMIT`: a positive number of events, or `off` (nil) for no limit.
     static func backlogLimit(_ flag: String?) throws -> Int? {
         let text = try required(ServeSettings.backlogLimit, flag)

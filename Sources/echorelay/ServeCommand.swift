@@ -46,6 +46,9 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .customLong(ServeSettings.role.flag), help: ServeSettings.role.argumentHelp)
     var role: String?
 
+    @Option(name: .customLong(ServeSettings.durability.flag), help: ServeSettings.durability.argumentHelp)
+    var durability: String?
+
     @Option(name: .customLong(ServeSettings.consumerKey.flag), help: ServeSettings.consumerKey.argumentHelp)
     var consumerKey: String?
 
@@ -197,7 +200,7 @@ struct ServeCommand: AsyncParsableCommand {
     /// (`ServeSettings`), checked.
     func serverConfiguration() throws -> ServerConfiguration {
         typealias S = ServeSettings
-        return ServerConfiguration(
+        var configuration = ServerConfiguration(
             host: try Setting.required(S.host, host),
             port: try Setting.integer(port, S.port, in: 1...65_535),
             databaseURL: Setting.text(databaseURL, S.databaseURL).map(Secret.init),
@@ -241,5 +244,7 @@ struct ServeCommand: AsyncParsableCommand {
                 userInfoURL: oauth2UserInfoURL, tokenClientID: oauth2TokenClientID, issuer: oauth2Issuer, allowHTTP: oauth2AllowHTTP
             )
         )
+        configuration.durability = try Setting.durability(durability)
+        return configuration
     }
 }

@@ -68,6 +68,8 @@ enum ServeSettings {
         help: "Do not apply pending database migrations at start-up (run `echorelay migrate` yourself).")
     static let role = ServeSetting("role", "ECHORELAY_ROLE", .value("all"),
         help: "What this process runs: all (the API and the workers), ingest (the API only) or workers (the workers, and health checks).")
+    static let durability = ServeSetting("durability", "ECHORELAY_DURABILITY", .value("local"),
+        help: "What a 202 (and any change acknowledged through the API) waits for: local, the commit on the PostgreSQL primary; or standby, the commit flushed by at least one of the primary's standbys as well, else 503 with Retry-After (the database role needs pg_monitor; PostgreSQL only).")
     static let consumerKey = ServeSetting("consumer-key", "ECHORELAY_CONSUMER_KEY", .unset("(required, unless only OAuth 2 is used)"),
         help: "The app's OAuth consumer key; every echo header must carry it. With ECHORELAY_OAUTH2_INTROSPECTION_URL set and this unset, events must carry oauth2, not echo.")
     static let echoAllowedHosts = ServeSetting("echo-allowed-hosts", "ECHORELAY_ECHO_ALLOWED_HOSTS", .unset("(required with `ECHORELAY_CONSUMER_KEY`)"),
@@ -163,7 +165,7 @@ enum ServeSettings {
     }
 
     static let all: [ServeSetting] = [
-        host, port, databaseURL, demo, ingestSecrets, secretKey, adminToken, noMigrate, role, consumerKey, echoAllowedHosts, echoAllowHTTP, echoTimeout, echoRetrySchedule,
+        host, port, databaseURL, demo, ingestSecrets, secretKey, adminToken, noMigrate, role, durability, consumerKey, echoAllowedHosts, echoAllowHTTP, echoTimeout, echoRetrySchedule,
         oauth2IntrospectionURL, oauth2ClientID, oauth2ClientSecret, oauth2UserInfoURL, oauth2TokenClientID, oauth2Issuer, oauth2AllowHTTP,
         lease, verifyConcurrency, deliveryTimeout, deliveryConnectTimeout, retrySchedule, disableAfter, allowPrivateSubscribers, privateSubscribers, subscriberCAFile, deliveryConcurrency, subscriptionConcurrency, replayRate, retainAttempts, retainEvents, pruneInterval, backlogLimit, setIssuer, setAudience, setJwksURL, setAllowHTTP, setPushToken, setTransmitterToken, setPollURL, setPollToken, setPollWait, setPollMaxEvents, requestTimeout, shutdownGrace, threads, logLevel, logFormat,
     ]

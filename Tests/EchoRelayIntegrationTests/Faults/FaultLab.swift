@@ -72,6 +72,18 @@ struct FaultLab: Sendable {
         subscriber.setSecrets([try #require(answer.json?["secret"] as? String)])
     }
 
+    /// A token rotation of `user` with an echo header the stand-in provider accepts: pushed
+    /// again byte for byte, as a provider retries.
+    func event(_ id: String, user: String = FaultLab.users[0]) throws -> [UInt8] {
+        try signedEventBody(id: id, user: user, provider: provider, session: provider.issueToken(for: user))
+    }
+
+    /// Pushes `body` to `port` once.
+    func push(_ body: [UInt8], to port: Int) async throws -> TestHTTPResponse {
+        try await HTTPTestClient(port: port)
+            .send(.POST, "/v1/events", headers: try EventSigner(secret: LiveServer.ingestSecret).headers(for: body), body: body)
+    }
+
     /// Waits until the subscriber has had every one of `events`, at least once.
     func waitUntilDelivered(_ events: Set<String>, within limit: Duration) async throws {
         let deadline = ContinuousClock.now + limit
@@ -151,6 +163,18 @@ struct LoadReport: Sendable {
     }
 }
 
+/// A token rotation of `user` whose echo header `provider` accepts for `session`.
+func signedEventBody(id: String, user: String, provider: StandInProvider, session: (token: String, secret: String)) throws -> [UInt8] {
+    let header = try OAuth1.authorizationHeader(
+        method: "GET", url: provider.digitsURL, consumerKey: EchoFixture.consumerKey,
+        consumerSecret: EchoFixture.consumerSecret, token: session.token, tokenSecret: session.secret,
+        nonce: UUID().uuidString, timestamp: String(Int(Date().timeIntervalSince1970))
+    )
+    return eventBody(id: id, userID: user) {
+        $0["echo"] = ["service_provider": provider.digitsURL, "authorization": header]
+    }
+}
+
 /// Pushes `perUser` token rotations for each of `FaultLab.users`, each user's in order, the
 /// users in parallel, to whichever `serve` answers on `ports` (round robin). Like a real
 /// identity provider, it pushes an unacknowledged event again until it gets a `202`.
@@ -166,14 +190,7 @@ func pushLoad(ports: [Int], provider: StandInProvider, perUser: Int, pause: Dura
                 for index in 0..<perUser {
                     let id = "evt_fault_\(user)_\(index)"
                     // Pushed again byte for byte: the same id with another body would be a conflict.
-                    let header = try OAuth1.authorizationHeader(
-                        method: "GET", url: provider.digitsURL, consumerKey: EchoFixture.consumerKey,
-                        consumerSecret: EchoFixture.consumerSecret, token: session.token, tokenSecret: session.secret,
-                        nonce: UUID().uuidString, timestamp: String(Int(Date().timeIntervalSince1970))
-                    )
-                    let body = eventBody(id: id, userID: user) {
-                        $0["echo"] = ["service_provider": provider.digitsURL, "authorization": header]
-                    }
+                    let body = try signedEventBody(id: id, user: user, provider: provider, session: session)
                     while true {
                         guard ContinuousClock.now < deadline else { throw TestSetupError("\(id) was never acknowledged") }
                         let port = ports[(userIndex + report.sent) % ports.count]
