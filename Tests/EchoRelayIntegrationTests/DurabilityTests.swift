@@ -130,6 +130,23 @@ import TestSupport
         }
     }
 
+    /// The embedded store has no standby: `standby` is refused at start, before the file is
+    /// made, as is a value that is neither.
+    @Test(arguments: [
+        ("standby", "ECHORELAY_DURABILITY (--durability): standby waits for a PostgreSQL standby to hold each commit, and the embedded store has none"),
+        ("replicated", "ECHORELAY_DURABILITY (--durability): must be local or standby, got \"replicated\""),
+    ])
+    func theEmbeddedStoreRefusesWhatItCannotPromise(value: String, expected: String) async throws {
+        for (arguments, environment) in [(["--durability", value], [String: String]()), ([], ["ECHORELAY_DURABILITY": value])] {
+            try await EmbeddedServeTests.withFolder { folder in
+                let result = try await ChildProcess.run(["serve", "--demo"] + arguments, environment: environment, workingDirectory: folder)
+                #expect(result.status != 0)
+                #expect(result.stderr.contains(expected), "\(result.stderr)")
+                #expect(!FileManager.default.fileExists(atPath: folder.appendingPathComponent("echorelay.sqlite").path))
+            }
+        }
+    }
+
     static func withStore(_ url: String, _ body: @Sendable (PostgresEventStore) async throws -> Void) async throws {
         let client = DatabaseClient(endpoints: try DatabaseURL.endpoints(url), logger: TestLogger.quiet)
         try await withThrowingTaskGroup(of: Void.self) { group in
