@@ -4,28 +4,30 @@ import Glibc
 #endif
 
 /// A pg_auto_failover formation of one test's own (`scripts/ha-formation`): a monitor, a
-/// primary and a synchronous secondary on loopback, to switch over and to kill.
+/// primary and one or two synchronous secondaries on loopback, to switch over, kill and restart.
 public struct HAFormation: Sendable {
     public let folder: String
-    /// The monitor's port; the nodes are on the next two.
+    /// The monitor's port; the nodes are on the next ones.
     public let port: Int
+    /// Two or three.
+    public let nodes: Int
 
     static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         .appendingPathComponent("../../scripts/ha-formation").standardized
 
-    /// Creates the formation, runs `body`, and removes it whatever happens.
-    public static func with<Result: Sendable>(_ body: @Sendable (HAFormation) async throws -> Result) async throws -> Result {
-        // Three consecutive ports, checked free one by one.
+    /// Creates the formation of `nodes` nodes, runs `body`, and removes it whatever happens.
+    public static func with<Result: Sendable>(nodes: Int = 2, _ body: @Sendable (HAFormation) async throws -> Result) async throws -> Result {
+        // The monitor's port and the nodes' after it, checked free one by one.
         var base = 0
         for _ in 0..<50 {
             let candidate = try freeLoopbackPort()
             guard candidate < 65_000 else { continue }
-            if (try? isFree(candidate + 1)) == true, (try? isFree(candidate + 2)) == true { base = candidate; break }
+            if try (1...nodes).allSatisfy({ try isFree(candidate + $0) }) { base = candidate; break }
         }
-        guard base > 0 else { throw TestSetupError("no three free consecutive ports for the formation") }
-        let formation = HAFormation(folder: "/tmp/echorelay-ha-" + UUID().uuidString.prefix(8).lowercased(), port: base)
+        guard base > 0 else { throw TestSetupError("no \(nodes + 1) free consecutive ports for the formation") }
+        let formation = HAFormation(folder: "/tmp/echorelay-ha-" + UUID().uuidString.prefix(8).lowercased(), port: base, nodes: nodes)
         do {
-            _ = try await formation.run("create", String(base), timeout: .seconds(300))
+            _ = try await formation.run("create", String(base), String(nodes), timeout: .seconds(300))
             let result = try await body(formation)
             _ = try await formation.run("remove")
             return result
@@ -56,6 +58,20 @@ public struct HAFormation: Sendable {
         guard let port = Int(text) else { throw TestSetupError("kill-primary printed \(text)") }
         return port
     }
+
+    /// kill -9 of a secondary's keeper and postmaster; returns its port.
+    public func killStandby() async throws -> Int {
+        let text = try await run("kill-standby").trimmingCharacters(in: .whitespacesAndNewlines)
+        guard let port = Int(text) else { throw TestSetupError("kill-standby printed \(text)") }
+        return port
+    }
+
+    /// Starts again the keeper of the node on `port`, which rejoins as a secondary (a former
+    /// primary rewound first); `waitUntilWhole()` for it.
+    public func restart(port: Int) async throws { try await run("restart", String(port)) }
+
+    /// Waits until one node is primary and every other secondary.
+    public func waitUntilWhole() async throws { try await run("wait", timeout: .seconds(150)) }
 
     /// Waits until a node other than `port` takes writes as the primary; returns its port.
     public func waitForPrimary(otherThan port: Int, within limit: Duration = .seconds(180)) async throws -> Int {

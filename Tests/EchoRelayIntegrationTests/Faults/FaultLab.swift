@@ -117,7 +117,8 @@ struct FaultLab: Sendable {
     }
 
     /// The scenario's figures, checked: nothing acknowledged is lost, every acknowledged event
-    /// was verified and delivered, in per-user order. Prints one line for RELIABILITY.md.
+    /// was verified and delivered, in per-user order, and any repeat came with the same
+    /// webhook-id. Prints one line for RELIABILITY.md.
     func expectNothingLost(_ scenario: String, _ load: LoadReport) async throws {
         let statuses = try await storedStatuses()
         let lost = load.acknowledged.subtracting(statuses.keys)
@@ -135,6 +136,10 @@ struct FaultLab: Sendable {
             let sequences = DeliveryTests.sequences(received, user: user)
             #expect(sequences == sequences.sorted(), "\(user) out of order: \(sequences)")
         }
+        // A repeat is a retry of the same delivery, which the subscriber can drop by its webhook-id.
+        let webhookIDs = Dictionary(grouping: received, by: { $0.eventID ?? "" }).mapValues { Set($0.map(\.webhookID)) }
+        let renamed = webhookIDs.filter { $0.value.count != 1 || $0.value.contains(nil) }
+        #expect(renamed.isEmpty, "events delivered under more than one webhook-id: \(renamed.keys.sorted().prefix(5))")
         let duplicates = received.count - deliveredIDs.count
         print("FAULT \(scenario): sent=\(load.sent) acknowledged=\(load.acknowledged.count) refused=\(load.refused) "
               + "delivered=\(deliveredIDs.count) duplicates=\(duplicates) lost=\(lost.count + undelivered.count)")
@@ -151,16 +156,41 @@ struct LoadReport: Sendable {
     var sent = 0
     /// Event ids answered `202`.
     var acknowledged: Set<String> = []
+    /// When each request answered `202` was sent, and when the answer came.
+    var acknowledgements: [(sent: ContinuousClock.Instant, answered: ContinuousClock.Instant)] = []
     /// Requests answered anything but `202`, or not answered (the process was down).
     var refused = 0
     /// When each refusal came.
     var refusedAt: [ContinuousClock.Instant] = []
 
-    /// How long ingest refused after `start`, up to `end`: from `start` to the last refusal
-    /// in between (0 when none).
-    func refusing(from start: ContinuousClock.Instant, to end: ContinuousClock.Instant) -> Duration {
-        refusedAt.filter { $0 >= start && $0 < end }.max().map { $0 - start } ?? .zero
+    /// How many requests sent from `start` to `end` were answered `202`.
+    func acknowledged(sentFrom start: ContinuousClock.Instant, to end: ContinuousClock.Instant) -> Int {
+        acknowledgements.filter { $0.sent >= start && $0.sent < end }.count
     }
+
+    /// The longest stretch from `start` to `end` in which no `202` was answered: the time
+    /// without acknowledged writes, waits and refusals alike.
+    func longestStretchWithoutAcknowledgement(from start: ContinuousClock.Instant, to end: ContinuousClock.Instant) -> Duration {
+        let answers = acknowledgements.map(\.answered).filter { $0 > start && $0 < end }.sorted()
+        var longest = Duration.zero, previous = start
+        for answer in answers + [end] {
+            longest = max(longest, answer - previous)
+            previous = answer
+        }
+        return longest
+    }
+
+    /// How many requests were refused from `start` to `end`.
+    func refused(from start: ContinuousClock.Instant, to end: ContinuousClock.Instant) -> Int {
+        refusedAt.filter { $0 >= start && $0 < end }.count
+    }
+}
+
+/// Ends a `pushLoad` that runs until told: each user's loop stops before its next request.
+final class LoadSwitch: Sendable {
+    private let stopped = Mutex(false)
+    var isStopped: Bool { stopped.withLock { $0 } }
+    func stop() { stopped.withLock { $0 = true } }
 }
 
 /// A token rotation of `user` whose echo header `provider` accepts for `session`.
@@ -177,9 +207,11 @@ func signedEventBody(id: String, user: String, provider: StandInProvider, sessio
 
 /// Pushes `perUser` token rotations for each of `FaultLab.users`, each user's in order, the
 /// users in parallel, to whichever `serve` answers on `ports` (round robin). Like a real
-/// identity provider, it pushes an unacknowledged event again until it gets a `202`.
+/// identity provider, it pushes an unacknowledged event again until it gets a `202`. With
+/// `until`, it ends early when that switch is stopped (an event not yet acknowledged then is
+/// left so). Event ids are `<idPrefix>_<user>_<n>`.
 func pushLoad(ports: [Int], provider: StandInProvider, perUser: Int, pause: Duration = .milliseconds(20),
-              within limit: Duration = .seconds(90)) async throws -> LoadReport {
+              within limit: Duration = .seconds(90), idPrefix: String = "evt_fault", until loadSwitch: LoadSwitch? = nil) async throws -> LoadReport {
     let signer = EventSigner(secret: LiveServer.ingestSecret)
     let deadline = ContinuousClock.now + limit
     return try await withThrowingTaskGroup(of: LoadReport.self) { group in
@@ -187,18 +219,21 @@ func pushLoad(ports: [Int], provider: StandInProvider, perUser: Int, pause: Dura
             let session = provider.issueToken(for: user)
             group.addTask {
                 var report = LoadReport()
-                for index in 0..<perUser {
-                    let id = "evt_fault_\(user)_\(index)"
+                events: for index in 0..<perUser {
+                    let id = "\(idPrefix)_\(user)_\(index)"
                     // Pushed again byte for byte: the same id with another body would be a conflict.
                     let body = try signedEventBody(id: id, user: user, provider: provider, session: session)
                     while true {
+                        if loadSwitch?.isStopped == true { break events }
                         guard ContinuousClock.now < deadline else { throw TestSetupError("\(id) was never acknowledged") }
                         let port = ports[(userIndex + report.sent) % ports.count]
                         report.sent += 1
+                        let sentAt = ContinuousClock.now
                         let status = try? await HTTPTestClient(port: port)
                             .send(.POST, "/v1/events", headers: try signer.headers(for: body), body: body).status
                         if status == 202 {
                             report.acknowledged.insert(id)
+                            report.acknowledgements.append((sentAt, .now))
                             break
                         }
                         report.refused += 1
@@ -216,6 +251,7 @@ func pushLoad(ports: [Int], provider: StandInProvider, perUser: Int, pause: Dura
             total.acknowledged.formUnion(report.acknowledged)
             total.refused += report.refused
             total.refusedAt += report.refusedAt
+            total.acknowledgements += report.acknowledgements
         }
         return total
     }
