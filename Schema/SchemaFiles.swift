@@ -32,6 +32,7 @@ public enum SchemaFiles {
         File(version: 20, name: "020_delivery_by_webhook_id.sql", sql: text(PackageResources._20_delivery_by_webhook_id_sql)),
         File(version: 21, name: "021_delivery_error_kinds.sql", sql: text(PackageResources._21_delivery_error_kinds_sql)),
         File(version: 22, name: "022_console_app_sessions.sql", sql: text(PackageResources._22_console_app_sessions_sql)),
+        File(version: 23, name: "023_console_session_credential.sql", sql: text(PackageResources._23_console_session_credential_sql)),
     ]
 
     /// SQLite migrations for the embedded store, in the order they apply. Their names carry
@@ -52,6 +53,7 @@ public enum SchemaFiles {
         File(version: 13, name: "013_sqlite_delivery_by_webhook_id.sql", sql: text(PackageResources._13_sqlite_delivery_by_webhook_id_sql)),
         File(version: 14, name: "014_sqlite_delivery_error_kinds.sql", sql: text(PackageResources._14_sqlite_delivery_error_kinds_sql)),
         File(version: 15, name: "015_sqlite_console_app_sessions.sql", sql: text(PackageResources._15_sqlite_console_app_sessions_sql)),
+        File(version: 16, name: "016_sqlite_console_session_credential.sql", sql: text(PackageResources._16_sqlite_console_session_credential_sql)),
     ]
 
     private static func text(_ bytes: [UInt8]) -> String {

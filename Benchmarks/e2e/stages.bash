@@ -29,7 +29,7 @@ sed -e "s#@DIR@#$W#g; s#@PROVIDER_PORT@#$PP#g" -e "s#@SUBSCRIBER_PORT@#$SP#g; s#
 : >$W/subscriber-a.log; : >$W/subscriber-b.log
 taskset -c 1 nginx -p $W -c $W/nginx.conf -e $W/err.log -g 'daemon off;' </dev/null >$W/nginx.out 2>&1 &
 NG=$!
-SECRET="whsec_$(head -c 24 /dev/urandom | base64)"; ADMIN="adm-$(head -c 8 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+SECRET="whsec_$(head -c 24 /dev/urandom | base64)"; ADMIN="adm-$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')"
 export ECHORELAY_BENCH_SECRET="$SECRET" ECHORELAY_BENCH_CONSUMER_KEY=echorelay-bench
 env $(env | awk -F= '/^ECHORELAY_/ {print "-u " $1}') ECHORELAY_DATABASE_URL="$DBURL" ECHORELAY_ROLE=$ROLE ECHORELAY_INGEST_SECRETS="$SECRET" \
   ECHORELAY_ADMIN_TOKEN="$ADMIN" ECHORELAY_CONSUMER_KEY=echorelay-bench ECHORELAY_ECHO_ALLOWED_HOSTS="127.0.0.1:$PP" \

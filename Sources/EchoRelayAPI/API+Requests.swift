@@ -44,12 +44,15 @@ extension API {
         public var since: String
         public var until: String?
         public var dry_run: Bool?
+        /// Staff only: reach back before the subscription's creation.
+        public var before_creation: Bool?
 
-        public init(reason: String?, since: String, until: String?, dry_run: Bool?) {
+        public init(reason: String?, since: String, until: String?, dry_run: Bool?, before_creation: Bool? = nil) {
             self.reason = reason
             self.since = since
             self.until = until
             self.dry_run = dry_run
+            self.before_creation = before_creation
         }
     }
 

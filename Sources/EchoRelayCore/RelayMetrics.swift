@@ -18,6 +18,8 @@ public struct RelayMetrics: Sendable {
     private let securityEvents: [SecurityEventResult: Counter]
     /// By what was removed: events (to their receipt), deliveries, attempts, test deliveries.
     private let pruned: [String: Counter]
+    /// By kind (bearer, console), then failed or throttled.
+    private let authentications: [String: [String: Counter]]
 
     public init(factory: any MetricsFactory = NOOPMetricsHandler.instance) {
         self.factory = factory
@@ -47,6 +49,11 @@ public struct RelayMetrics: Sendable {
         })
         pruned = Dictionary(uniqueKeysWithValues: PruneCounts.names.map { what in
             (what, Counter(label: "echorelay_pruned_total", dimensions: [("what", what)], factory: factory))
+        })
+        authentications = Dictionary(uniqueKeysWithValues: ["bearer", "console"].map { kind in
+            (kind, Dictionary(uniqueKeysWithValues: ["failed", "throttled"].map { result in
+                (result, Counter(label: Self.authentications, dimensions: [("kind", kind), ("result", result)], factory: factory))
+            }))
         })
         replays = Dictionary(uniqueKeysWithValues: ReplayKind.allCases.map { kind in
             (kind, Counter(label: "echorelay_replays_total", dimensions: [("kind", kind.rawValue)], factory: factory))
@@ -150,6 +157,16 @@ public struct RelayMetrics: Sendable {
         attemptDuration.recordNanoseconds(duration.nanoseconds)
     }
 
+    /// A bearer token (`kind` bearer) or console sign-in (`console`) that was not valid.
+    public func authenticationFailed(kind: String) {
+        authentications[kind]?["failed"]?.increment()
+    }
+
+    /// An attempt answered `429` unseen: its address failed too often in the last minute.
+    public func authenticationThrottled(kind: String) {
+        authentications[kind]?["throttled"]?.increment()
+    }
+
     /// A replay was asked for: `kind` is event (one event) or bulk.
     public func replayRequested(kind: ReplayKind) {
         replays[kind]?.increment()
@@ -173,10 +190,12 @@ public struct RelayMetrics: Sendable {
         "echorelay_pruned_total": "Rows retention removed: events cut to their receipt, deliveries, attempts, test deliveries.",
         "echorelay_replays_total": "Replays asked for: of one event, in bulk, or a subscription's recover.",
         commitBatchSize: "Requests each shared commit carried, by group.",
+        authentications: "Authentications that failed (an unknown or revoked bearer token, a refused console sign-in) or were refused with 429 unseen (too many failures from the address), by kind: bearer or console.",
         backlogEvents: "Events received and not yet final for every subscription (the backlog ECHORELAY_BACKLOG_LIMIT bounds).",
     ]
 
     public static let backlogEvents = "echorelay_backlog_events"
+    public static let authentications = "echorelay_authentication_failures_total"
     public static let deliveryAttemptDuration = "echorelay_delivery_attempt_duration_seconds"
     public static let commitBatchSize = "echorelay_commit_batch_size"
     /// Powers of two up to the largest batch a commit takes.

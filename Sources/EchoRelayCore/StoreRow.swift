@@ -14,6 +14,7 @@ public protocol StoreRow {
     func bool(_ column: Int) throws -> Bool
     func date(_ column: Int) throws -> Date
     func optionalDate(_ column: Int) throws -> Date?
+    func optionalBytes(_ column: Int) throws -> [UInt8]?
     func stringArray(_ column: Int) throws -> [String]
 }
 

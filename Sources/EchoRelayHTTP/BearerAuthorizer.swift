@@ -9,11 +9,15 @@ import Logging
 ///
 /// Only SHA-256 digests of tokens are held or looked up. The environment token is compared
 /// digest to digest in constant time and never costs a database query; stored tokens are
-/// found by their digest, and only text shaped like a token (`er_…`) is looked up at all.
+/// found by their digest, and only text shaped like a token (`er_…`) is looked up at all. A
+/// digest that matched nothing is refused without a lookup for a while after (`unknown`):
+/// tokens are random and made only by EchoRelay, so it cannot become valid in the meantime.
 public struct BearerAuthorizer: Sendable {
     private let adminTokenHash: SHA256.Digest?
     private let tokens: (any AccessTokenStore)?
     private let logger: Logger
+    private let unknown = BoundedCache<[UInt8], Bool>(capacity: 10_000)
+    static let unknownFor: Duration = .seconds(300)
 
     /// - Parameters:
     ///   - adminToken: `ECHORELAY_ADMIN_TOKEN`, an admin that needs no database row.
@@ -48,9 +52,12 @@ public struct BearerAuthorizer: Sendable {
         guard let tokens, AccessTokenText.isWellFormed(token) else {
             throw .unauthorized("the bearer token is not valid")
         }
+        let digest = Array(presented)
+        let now = ContinuousClock.now
+        if unknown.value(for: digest, now: now) != nil { throw .unauthorized("the bearer token is not valid") }
         let principal: Principal?
         do {
-            principal = try await tokens.principal(forTokenHash: Array(presented))
+            principal = try await tokens.principal(forTokenHash: digest)
         } catch StoreError.unavailable(let reason) {
             logger.error("access token lookup failed", metadata: ["error": "\(reason)"])
             throw .serviceUnavailable
@@ -58,12 +65,19 @@ public struct BearerAuthorizer: Sendable {
             logger.error("access token lookup failed", metadata: ["error": "\(error)"])
             throw .internalError
         }
-        guard let principal else { throw .unauthorized("the bearer token is not valid") }
+        guard let principal else {
+            unknown.set(true, for: digest, expires: now + Self.unknownFor, now: now)
+            throw .unauthorized("the bearer token is not valid")
+        }
         return principal
     }
 
-    /// Whether `ECHORELAY_ADMIN_TOKEN` is set: a console session it opened ends when it is not.
-    var acceptsEnvironmentAdmin: Bool { adminTokenHash != nil }
+    /// Whether a console session opened with `ECHORELAY_ADMIN_TOKEN` was opened with the token
+    /// set now: a session of a replaced (or unset) token ends with it.
+    func acceptsEnvironmentAdminSession(credentialSHA256: [UInt8]?) -> Bool {
+        guard let adminTokenHash, let credentialSHA256 else { return false }
+        return adminTokenHash == credentialSHA256
+    }
 
     /// Who the request is from, if their role is one of `roles`: 401 as `authenticate`,
     /// and 403 (problem+json naming the roles allowed) for any other role.

@@ -1,4 +1,6 @@
+import Crypto
 import EchoRelayCore
+import Foundation
 import Hummingbird
 import Logging
 import Prometheus
@@ -7,13 +9,24 @@ import Synchronization
 /// `GET /metrics`: this process's counters and timers in the Prometheus text format, plus
 /// the queues read from the database at each scrape (they are shared by every process).
 /// Served by every role, like the health checks; it shows counts, never an id or a secret.
+/// With `ECHORELAY_METRICS_TOKEN` set, a scrape must carry it as a bearer token (`401`
+/// otherwise, before anything is read).
 struct MetricsController<Context: RequestContext>: Sendable {
     let store: any QueueStatsStore
     let registry: PrometheusCollectorRegistry
     let subscriptionGauges = SubscriptionGauges()
+    /// The SHA-256 of `ECHORELAY_METRICS_TOKEN`; nil: open to any scraper.
+    let tokenDigest: SHA256.Digest?
+
+    init(store: any QueueStatsStore, registry: PrometheusCollectorRegistry, token: Secret? = nil) {
+        self.store = store
+        self.registry = registry
+        self.tokenDigest = token.map { SHA256.hash(data: Data($0.revealed.utf8)) }
+    }
 
     func addRoutes(to router: Router<Context>) {
-        router.get("/metrics") { _, context in
+        router.get("/metrics") { request, context in
+            try authorize(request)
             do {
                 for queue in try await store.queueStats() {
                     registry.makeGauge(descriptor: Self.depth, labels: [("kind", queue.kind)]).set(Double(queue.depth))
@@ -27,6 +40,16 @@ struct MetricsController<Context: RequestContext>: Sendable {
             var headers = HTTPFields()
             headers[.contentType] = "text/plain; version=0.0.4; charset=utf-8"
             return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: Self.withHelp(registry.emitToString()))))
+        }
+    }
+
+    /// Digests compared in constant time (swift-crypto), so the time says nothing of the token.
+    private func authorize(_ request: Request) throws {
+        guard let tokenDigest else { return }
+        let parts = request.headers[.authorization]?.split(separator: " ", maxSplits: 1)
+        guard let parts, parts.count == 2, parts[0].lowercased() == "bearer",
+              SHA256.hash(data: Data(parts[1].trimmingCharacters(in: .whitespaces).utf8)) == tokenDigest else {
+            throw Problem.unauthorized("GET /metrics needs Authorization: Bearer with ECHORELAY_METRICS_TOKEN")
         }
     }
 

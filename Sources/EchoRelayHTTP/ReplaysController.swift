@@ -24,7 +24,11 @@ struct ReplaysController<Context: RequestContext>: Sendable {
         let actor = try await authorizer.require(request, roles: [.admin, .support, .app])
         let subscription = try await store.subscription(id: try context.parameters.decoded("id"), seenBy: actor)
         let body = try await supportBody(request, RecoverRequest.parse)
-        let recovery = Recovery(subscriptionID: subscription.id, since: body.since, until: body.until)
+        if actor.role == .app, let problem = Recovery.appProblem(beforeCreation: body.beforeCreation) {
+            throw Problem(.unprocessableContent, slug: "invalid-request", title: "Invalid request", fields: [problem])
+        }
+        let recovery = Recovery.bounded(subscriptionID: subscription.id, since: body.since, until: body.until,
+                                        beforeCreation: body.beforeCreation, subscriptionCreatedAt: subscription.createdAt)
         let notFound = Problem.notFound("no subscription with id \"\(subscription.id)\"")
         if body.dryRun {
             guard let matched = try await store.countRecovery(recovery) else { throw notFound }

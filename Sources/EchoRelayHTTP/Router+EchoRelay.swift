@@ -31,6 +31,15 @@ public struct HTTPDependencies: Sendable {
     /// With `.standby`, every change asked for through the API is answered only once a standby
     /// holds it (`DurableAnswerMiddleware`); ingest confirms inside its own commits.
     public var durability: Durability
+    /// Failed authentications per client address (`ECHORELAY_AUTH_FAILURE_LIMIT`), and how the
+    /// address is told behind a proxy (`ECHORELAY_TRUSTED_PROXIES`).
+    public var authenticationThrottle: AuthenticationThrottle
+    public var clientAddresses: ClientAddressRule
+    /// `ECHORELAY_MAX_SUBSCRIPTIONS_PER_APP`.
+    public var maxSubscriptionsPerApp: Int
+    public static let defaultMaxSubscriptionsPerApp = 50
+    /// `ECHORELAY_METRICS_TOKEN`: what a scrape of `/metrics` must present; nil: none.
+    public var metricsToken: Secret?
 
     public init(
         store: any EchoRelayStore, subscriberURLPolicy: SubscriberURLPolicy, ingestSecrets: [WebhookSecret],
@@ -38,7 +47,10 @@ public struct HTTPDependencies: Sendable {
         metrics: RelayMetrics = RelayMetrics(), metricsRegistry: PrometheusCollectorRegistry = PrometheusCollectorRegistry(),
         backlog: BacklogLimit? = nil, securityEvents: SecurityEventReceiver? = nil, transmitter: TransmitterClient? = nil,
         sendTestDelivery: SendTestDelivery? = nil,
-        acceptedProofs: AcceptedProofs = .all, durability: Durability = .local, now: @escaping @Sendable () -> Date = { Date() },
+        acceptedProofs: AcceptedProofs = .all, durability: Durability = .local,
+        authenticationThrottle: AuthenticationThrottle = AuthenticationThrottle(), clientAddresses: ClientAddressRule = ClientAddressRule(),
+        maxSubscriptionsPerApp: Int = defaultMaxSubscriptionsPerApp, metricsToken: Secret? = nil,
+        now: @escaping @Sendable () -> Date = { Date() },
         workCreated: @escaping @Sendable (WorkKind) -> Void = { _ in }
     ) {
         self.securityEvents = securityEvents
@@ -46,6 +58,10 @@ public struct HTTPDependencies: Sendable {
         self.sendTestDelivery = sendTestDelivery
         self.acceptedProofs = acceptedProofs
         self.durability = durability
+        self.authenticationThrottle = authenticationThrottle
+        self.clientAddresses = clientAddresses
+        self.maxSubscriptionsPerApp = maxSubscriptionsPerApp
+        self.metricsToken = metricsToken
         self.requestTimeout = requestTimeout
         self.backlog = backlog
         self.metrics = metrics
@@ -64,9 +80,11 @@ public func buildRouter(servesAPI: Bool = true, _ dependencies: HTTPDependencies
     let router = Router(context: EchoRelayRequestContext.self)
     router.add(middleware: ProblemMiddleware())
     router.add(middleware: RequestBodyMiddleware(timeout: dependencies.requestTimeout))
+    router.add(middleware: AuthenticationThrottleMiddleware(throttle: dependencies.authenticationThrottle,
+                                                            addresses: dependencies.clientAddresses, metrics: dependencies.metrics))
     if dependencies.durability == .standby { router.add(middleware: DurableAnswerMiddleware(store: dependencies.store)) }
     HealthController(store: dependencies.store).addRoutes(to: router)
-    MetricsController(store: dependencies.store, registry: dependencies.metricsRegistry).addRoutes(to: router)
+    MetricsController(store: dependencies.store, registry: dependencies.metricsRegistry, token: dependencies.metricsToken).addRoutes(to: router)
     guard servesAPI else { return router }
     OpenAPIController().addRoutes(to: router)
     let workCreated = dependencies.workCreated
@@ -91,7 +109,8 @@ public func buildRouter(servesAPI: Bool = true, _ dependencies: HTTPDependencies
         .addRoutes(to: router)
     AuditController(store: dependencies.store, authorizer: dependencies.authorizer).addRoutes(to: router)
     SubscriptionsController(
-        store: dependencies.store, authorizer: dependencies.authorizer, urlPolicy: dependencies.subscriberURLPolicy
+        store: dependencies.store, authorizer: dependencies.authorizer, urlPolicy: dependencies.subscriberURLPolicy,
+        maxPerApp: dependencies.maxSubscriptionsPerApp
     ).addRoutes(to: router)
     SubscriptionDeliveriesController(store: dependencies.store, authorizer: dependencies.authorizer,
                                      sendTestDelivery: dependencies.sendTestDelivery).addRoutes(to: router)

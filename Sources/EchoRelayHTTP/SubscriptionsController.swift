@@ -11,6 +11,8 @@ struct SubscriptionsController<Context: RequestContext>: Sendable {
     let store: any SubscriptionStore & AuditStore
     let authorizer: BearerAuthorizer
     let urlPolicy: SubscriberURLPolicy
+    /// `ECHORELAY_MAX_SUBSCRIPTIONS_PER_APP`: how many subscriptions one app token may have.
+    let maxPerApp: Int
 
     func addRoutes(to router: Router<Context>) {
         router.post("/v1/subscriptions", use: create)
@@ -39,10 +41,18 @@ struct SubscriptionsController<Context: RequestContext>: Sendable {
         var fields = try await SubscriptionInput.parse(request, requireAll: true)
         fields.url = try checkedURL(fields.url)
         let secret = WebhookSecret.generate()
-        let subscription = try await store.createSubscription(
-            fields, ownerTokenID: principal.role == .app ? principal.tokenID : nil, secret: secret
-        )
-        await audit(principal, "subscription.create", subscription.id, context)
+        let subscription: Subscription
+        do {
+            subscription = try await store.createSubscription(
+                fields, ownerTokenID: principal.role == .app ? principal.tokenID : nil, secret: secret,
+                limit: principal.role == .app ? maxPerApp : nil, audit: note(principal, "subscription.create", context)
+            )
+        } catch let reached as SubscriptionLimitReached {
+            throw Problem(.unprocessableContent, slug: "subscription-limit", title: "Too many subscriptions",
+                          detail: "this app already has \(reached.limit) subscriptions, the most ECHORELAY_MAX_SUBSCRIPTIONS_PER_APP allows; delete one first",
+                          errors: [FieldProblem(field: "ECHORELAY_MAX_SUBSCRIPTIONS_PER_APP", reason: "at most \(reached.limit) subscriptions per app")])
+        }
+        logChange("subscription.create", subscription.id, principal, context)
         return try JSONResponse.make(status: .created, API.Subscription(subscription, secret: secret))
     }
 
@@ -79,48 +89,50 @@ struct SubscriptionsController<Context: RequestContext>: Sendable {
         let (principal, subscription) = try await owned(request, context)
         var fields = try await SubscriptionInput.parse(request, requireAll: false)
         if fields.url != nil { fields.url = try checkedURL(fields.url) }
-        guard let updated = try await store.updateSubscription(id: subscription.id, fields) else {
+        guard let updated = try await store.updateSubscription(id: subscription.id, fields,
+                                                               audit: note(principal, "subscription.update", context)) else {
             throw Problem.notFound("no subscription with id \"\(subscription.id)\"")
         }
-        await audit(principal, "subscription.update", subscription.id, context)
+        logChange("subscription.update", subscription.id, principal, context)
         return try JSONResponse.make(API.Subscription(updated))
     }
 
     @Sendable func delete(_ request: Request, context: Context) async throws -> Response {
         let (principal, subscription) = try await owned(request, context)
-        _ = try await store.deleteSubscription(id: subscription.id)
-        await audit(principal, "subscription.delete", subscription.id, context)
+        _ = try await store.deleteSubscription(id: subscription.id, audit: note(principal, "subscription.delete", context))
+        logChange("subscription.delete", subscription.id, principal, context)
         return Response(status: .noContent)
     }
 
     private func setEnabled(_ request: Request, _ context: Context, _ enabled: Bool) async throws -> Response {
         let (principal, subscription) = try await owned(request, context)
+        let action = enabled ? "subscription.enable" : "subscription.disable"
         guard let changed = try await store.setSubscriptionEnabled(
-            id: subscription.id, enabled, reason: enabled ? nil : SubscriptionHealth.disabledByPersonPrefix + principal.name
+            id: subscription.id, enabled, reason: enabled ? nil : SubscriptionHealth.disabledByPersonPrefix + principal.name,
+            audit: note(principal, action, context)
         ) else { throw Problem.notFound("no subscription with id \"\(subscription.id)\"") }
-        await audit(principal, enabled ? "subscription.enable" : "subscription.disable", subscription.id, context)
+        logChange(action, subscription.id, principal, context)
         return try JSONResponse.make(API.Subscription(changed))
     }
 
     @Sendable func rotateSecret(_ request: Request, context: Context) async throws -> Response {
         let (principal, subscription) = try await owned(request, context)
         let secret = WebhookSecret.generate()
-        guard let rotated = try await store.rotateSubscriptionSecret(id: subscription.id, newSecret: secret, overlap: Self.secretOverlap) else {
+        guard let rotated = try await store.rotateSubscriptionSecret(id: subscription.id, newSecret: secret, overlap: Self.secretOverlap,
+                                                                     audit: note(principal, "subscription.rotate_secret", context)) else {
             throw Problem.notFound("no subscription with id \"\(subscription.id)\"")
         }
-        await audit(principal, "subscription.rotate_secret", subscription.id, context)
+        logChange("subscription.rotate_secret", subscription.id, principal, context)
         return try JSONResponse.make(API.Subscription(rotated, secret: secret))
     }
 
-    /// Logs the change and writes its audit entry. The change has already committed, so a
-    /// failure to audit is logged rather than answered: a retried create would duplicate it.
-    private func audit(_ principal: Principal, _ action: String, _ id: String, _ context: Context) async {
+    /// The audit entry the store writes in the change's own transaction.
+    private func note(_ principal: Principal, _ action: String, _ context: Context) -> AuditNote {
+        AuditNote(actor: principal, action: action)
+    }
+
+    private func logChange(_ action: String, _ id: String, _ principal: Principal, _ context: Context) {
         context.logger.info("\(action)", metadata: ["subscription.id": "\(id)", "actor": "\(principal.name)"])
-        do {
-            try await store.recordAudit(actor: principal, action: action, target: id, filter: nil, matched: nil, reason: nil)
-        } catch {
-            context.logger.error("writing the audit entry failed", metadata: ["action": "\(action)", "error": "\(error)"])
-        }
     }
 
     private func checkedURL(_ url: String?) throws -> String {

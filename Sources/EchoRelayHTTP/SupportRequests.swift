@@ -49,6 +49,8 @@ public struct RecoverRequest: Sendable, Equatable {
     public var since: Date
     public var until: Date?
     public var dryRun: Bool
+    /// Staff's explicit ask for events received before the subscription was created.
+    public var beforeCreation: Bool = false
 
     public static func parse(_ body: some Collection<UInt8>) throws(EventParseError) -> RecoverRequest {
         var reader = try SupportBodyReader(body)
@@ -56,9 +58,10 @@ public struct RecoverRequest: Sendable, Equatable {
         let since = reader.time("since", required: true)
         let until = reader.time("until")
         let dryRun = reader.bool("dry_run") ?? false
+        let beforeCreation = reader.bool("before_creation") ?? false
         reader.checkRange(since: since, until: until)
         try reader.finish()
-        return RecoverRequest(reason: reason, since: since!, until: until, dryRun: dryRun)
+        return RecoverRequest(reason: reason, since: since!, until: until, dryRun: dryRun, beforeCreation: beforeCreation)
     }
 }
 

@@ -6,9 +6,10 @@ extension PostgresEventStore: ConsoleSessionStore {
     public func createConsoleSession(keyHash: [UInt8], _ session: ConsoleSession) async throws {
         try await wrapped {
             try await client.query("""
-                INSERT INTO console_sessions (key_sha256, token_id, name, role, form_token, expires_at)
+                INSERT INTO console_sessions (key_sha256, token_id, name, role, form_token, expires_at, credential_sha256)
                 VALUES (\(Data(keyHash)), \(session.principal.tokenID), \(session.principal.name),
-                        \(session.principal.role.rawValue), \(session.formToken), \(session.expiresAt))
+                        \(session.principal.role.rawValue), \(session.formToken), \(session.expiresAt),
+                        \(session.credentialSHA256.map { Data($0) }))
                 """, logger: logger)
         }
     }

@@ -309,6 +309,13 @@ extension PostgresEventStore: AuditStore {
             """, logger: logger)
     }
 
+    /// The entry of a change, if it has one, on the change's connection (in its transaction).
+    static func audit(on connection: PostgresConnection, logger: Logger, _ note: AuditNote?, target: String) async throws {
+        guard let note else { return }
+        try await audit(on: connection, logger: logger, actor: note.actor, action: note.action, target: target,
+                        filter: nil, matched: nil, reason: note.reason)
+    }
+
     public func recordAudit(actor: Principal, action: String, target: String?, filter: JSONValue?, matched: Int?, reason: String?) async throws {
         try await wrapped {
             try await client.withConnection { connection in

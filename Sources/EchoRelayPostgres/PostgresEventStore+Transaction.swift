@@ -13,6 +13,7 @@ extension PostgresEventStore {
             return try await client.withTransaction(logger: logger, isolation: isolation, body)
         } catch let error as PostgresTransactionError {
             if let own = error.closureError as? ReplayError { throw own }
+            if let own = error.closureError as? SubscriptionLimitReached { throw own }
             throw StoreError.wrap(error.beginError ?? error.closureError ?? error.commitError ?? error)
         } catch {
             throw StoreError.wrap(error)

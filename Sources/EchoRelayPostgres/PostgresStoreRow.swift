@@ -24,6 +24,7 @@ struct PostgresStoreRow: StoreRow {
     func bool(_ column: Int) throws -> Bool { try decode(column) }
     func date(_ column: Int) throws -> Date { try decode(column) }
     func optionalDate(_ column: Int) throws -> Date? { try decode(column) }
+    func optionalBytes(_ column: Int) throws -> [UInt8]? { (try decode(column) as ByteBuffer?).map { Array($0.readableBytesView) } }
     func stringArray(_ column: Int) throws -> [String] { try decode(column) }
 }
 

@@ -28,7 +28,7 @@ extension StoreError {
     static func wrapSQLite(_ error: any Error) -> any Error {
         switch error {
         case is StoreError, is CancellationError, is ReplayError, is IngestError, is SubscriptionCursorError,
-             is AccessTokenNameError, is SQLiteStoreError, is MigrationError, is SecretSealerError:
+             is AccessTokenNameError, is SQLiteStoreError, is MigrationError, is SecretSealerError, is SubscriptionLimitReached:
             return error
         case let error as SQLiteError:
             let text = "SQLiteError(\(error.reason): \(error.message))"

@@ -12,6 +12,12 @@ extension SQLiteEventStore {
                   matched, reason])
     }
 
+    /// The entry of a change, if it has one, in the change's transaction.
+    static func audit(_ db: SQLiteDB, _ note: AuditNote?, target: String) async throws {
+        guard let note else { return }
+        try await audit(db, actor: note.actor, action: note.action, target: target, filter: nil, matched: nil, reason: note.reason)
+    }
+
     public func recordAudit(actor: Principal, action: String, target: String?, filter: JSONValue?, matched: Int?, reason: String?) async throws {
         try await session.read { db in
             try await Self.audit(db, actor: actor, action: action, target: target, filter: filter, matched: matched, reason: reason)

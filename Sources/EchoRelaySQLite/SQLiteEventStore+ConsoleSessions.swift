@@ -4,10 +4,10 @@ extension SQLiteEventStore {
     public func createConsoleSession(keyHash: [UInt8], _ newSession: ConsoleSession) async throws {
         try await session.write { db in
             try await db.run("""
-                INSERT INTO console_sessions (key_sha256, token_id, name, role, form_token, created_at, expires_at)
-                VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+                INSERT INTO console_sessions (key_sha256, token_id, name, role, form_token, created_at, expires_at, credential_sha256)
+                VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
                 """, [Blob(keyHash), newSession.principal.tokenID, newSession.principal.name, newSession.principal.role.rawValue,
-                      newSession.formToken, db.now, newSession.expiresAt])
+                      newSession.formToken, db.now, newSession.expiresAt, newSession.credentialSHA256.map(Blob.init)])
         }
     }
 

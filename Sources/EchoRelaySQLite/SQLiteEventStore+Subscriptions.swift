@@ -1,12 +1,19 @@
 import EchoRelayCore
 
 extension SQLiteEventStore {
-    public func createSubscription(_ fields: SubscriptionFields, ownerTokenID: String?, secret: String) async throws -> Subscription {
+    public func createSubscription(_ fields: SubscriptionFields, ownerTokenID: String?, secret: String, limit: Int?,
+                                   audit: AuditNote?) async throws -> Subscription {
         let id = "sub_" + RandomID.make()
         let types = (fields.eventTypes ?? []).map(\.rawValue)
         let description = fields.description ?? nil
         let stored = try SecretSealer.stored(secret, subscriptionID: id, with: sealer)
-        return try await session.read { db in
+        // One write transaction: writers take turns, so the count cannot be passed by two at once.
+        return try await session.write { db in
+            if let limit, let ownerTokenID {
+                let count = try await db.row("SELECT count(*) FROM subscriptions WHERE owner_token_id = ?1 AND deleted_at IS NULL",
+                                             [ownerTokenID])?.int(0) ?? 0
+                guard count < limit else { throw SubscriptionLimitReached(limit: limit) }
+            }
             // seq is the list order and cursor: the next number, safe with one writer.
             guard let row = try await db.row("""
                 INSERT INTO subscriptions (id, seq, owner_token_id, url, event_types, description, ordered, secret,
@@ -15,6 +22,7 @@ extension SQLiteEventStore {
                 RETURNING \(Subscription.columns)
                 """, [id, ownerTokenID, fields.url ?? "", JSONText(types), description, fields.ordered ?? true, stored, db.now])
             else { throw StoreError.unexpected("insert returned no row") }
+            try await Self.audit(db, audit, target: id)
             return try Subscription(row: row)
         }
     }
@@ -39,11 +47,11 @@ extension SQLiteEventStore {
         }
     }
 
-    public func updateSubscription(id: String, _ fields: SubscriptionFields) async throws -> Subscription? {
+    public func updateSubscription(id: String, _ fields: SubscriptionFields, audit: AuditNote?) async throws -> Subscription? {
         let types = fields.eventTypes.map { JSONText($0.map(\.rawValue)) }
         let setDescription = fields.description != nil
         let description = fields.description ?? nil
-        return try await session.read { db in
+        return try await changed(id: id, audit: audit) { db in
             try await db.row("""
                 UPDATE subscriptions
                 SET url = coalesce(?1, url),
@@ -53,11 +61,11 @@ extension SQLiteEventStore {
                     updated_at = ?6
                 WHERE id = ?7 AND deleted_at IS NULL
                 RETURNING \(Subscription.columns)
-                """, [fields.url, types, setDescription, description, fields.ordered, db.now, id]).map(Subscription.init(row:))
+                """, [fields.url, types, setDescription, description, fields.ordered, db.now, id])
         }
     }
 
-    public func deleteSubscription(id: String) async throws -> Bool {
+    public func deleteSubscription(id: String, audit: AuditNote?) async throws -> Bool {
         try await session.write { db in
             let deleted = try await db.rows("""
                 UPDATE subscriptions SET deleted_at = ?1, enabled = 0, updated_at = ?1
@@ -68,32 +76,43 @@ extension SQLiteEventStore {
                 UPDATE deliveries SET status = 'cancelled', finished_at = ?1, lease_owner = NULL, lease_expires_at = NULL
                 WHERE subscription_id = ?2 AND status = 'pending'
                 """, [db.now, id])
+            try await Self.audit(db, audit, target: id)
             return true
         }
     }
 
-    public func setSubscriptionEnabled(id: String, _ enabled: Bool, reason: String?) async throws -> Subscription? {
-        try await session.read { db in
+    public func setSubscriptionEnabled(id: String, _ enabled: Bool, reason: String?, audit: AuditNote?) async throws -> Subscription? {
+        try await changed(id: id, audit: audit) { db in
             try await db.row("""
                 UPDATE subscriptions
                 SET enabled = ?1, disabled_reason = CASE WHEN ?1 THEN NULL ELSE ?2 END,
                     failing_since = CASE WHEN ?1 THEN NULL ELSE failing_since END, updated_at = ?3
                 WHERE id = ?4 AND deleted_at IS NULL
                 RETURNING \(Subscription.columns)
-                """, [enabled, reason, db.now, id]).map(Subscription.init(row:))
+                """, [enabled, reason, db.now, id])
         }
     }
 
-    public func rotateSubscriptionSecret(id: String, newSecret: String, overlap: Duration) async throws -> Subscription? {
+    public func rotateSubscriptionSecret(id: String, newSecret: String, overlap: Duration, audit: AuditNote?) async throws -> Subscription? {
         // The previous secret moves as it is stored: sealed or not, it belongs to the same row.
         let stored = try SecretSealer.stored(newSecret, subscriptionID: id, with: sealer)
-        return try await session.read { db in
+        return try await changed(id: id, audit: audit) { db in
             try await db.row("""
                 UPDATE subscriptions
                 SET previous_secret = secret, previous_secret_expires_at = ?1, secret = ?2, updated_at = ?3
                 WHERE id = ?4 AND deleted_at IS NULL
                 RETURNING \(Subscription.columns)
-                """, [db.now + overlap.microseconds, stored, db.now, id]).map(Subscription.init(row:))
+                """, [db.now + overlap.microseconds, stored, db.now, id])
+        }
+    }
+
+    /// Runs one change of subscription `id` that returns its row, with its audit entry in the
+    /// same transaction (none when no row changed).
+    private func changed(id: String, audit: AuditNote?, _ change: (SQLiteDB) async throws -> Row?) async throws -> Subscription? {
+        try await session.write { db in
+            guard let row = try await change(db) else { return nil }
+            try await Self.audit(db, audit, target: id)
+            return try Subscription(row: row)
         }
     }
 

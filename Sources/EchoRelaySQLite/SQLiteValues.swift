@@ -100,6 +100,10 @@ struct Row: StoreRow {
         return Array(buffer.readableBytesView)
     }
 
+    func optionalBytes(_ index: Int) throws -> [UInt8]? {
+        isNull(index) ? nil : try bytes(index)
+    }
+
     /// A JSON array of strings (subscription event types).
     func stringArray(_ index: Int) throws -> [String] {
         guard case .array(let items)? = try? JSONValue.parse(Array(try string(index).utf8)) else {

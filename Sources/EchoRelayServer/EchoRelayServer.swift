@@ -113,6 +113,9 @@ public enum EchoRelayServer {
                 await sender.send(to: $0, secrets: $1)
             },
             acceptedProofs: configuration.acceptedProofs, durability: configuration.durability,
+            authenticationThrottle: AuthenticationThrottle(limit: configuration.authenticationFailureLimit),
+            clientAddresses: ClientAddressRule(trustedProxies: configuration.trustedProxies),
+            maxSubscriptionsPerApp: configuration.maxSubscriptionsPerApp, metricsToken: configuration.metricsToken,
             workCreated: { kind in wakes.workCreated(kind, announce: backend.announce) }
         ))
     }
@@ -322,12 +325,32 @@ struct CheckedSettings {
 
     init(_ configuration: ServerConfiguration) throws {
         location = try DatabaseLocation.parse(configuration.databaseURL)
-        ingestSecrets = try configuration.ingestSecrets.map { secret in
+        ingestSecrets = try configuration.ingestSecrets.enumerated().map { index, secret in
+            let parsed: WebhookSecret
             do throws(WebhookSecretError) {
-                return try WebhookSecret(secret.revealed)
+                parsed = try WebhookSecret(secret.revealed)
             } catch {
                 throw ConfigurationError(setting: "ECHORELAY_INGEST_SECRETS", reason: error.description)
             }
+            guard SecretStrength.isStrong(keyBytes: parsed.keyByteCount) else {
+                throw ConfigurationError(
+                    setting: "ECHORELAY_INGEST_SECRETS",
+                    reason: "secret \(index + 1) has a key of \(parsed.keyByteCount) bytes, and at least 16 (128 bits) are needed; generate one with: echorelay secret"
+                )
+            }
+            return parsed
+        }
+        if let adminToken = configuration.adminToken, !SecretStrength.isStrong(adminToken.revealed) {
+            throw ConfigurationError(
+                setting: "ECHORELAY_ADMIN_TOKEN",
+                reason: "is weaker than 128 bits (too short, or too few kinds of character); make one with `echorelay secret`, or issue an admin token with `echorelay tokens create --role admin` and unset this variable"
+            )
+        }
+        if let metricsToken = configuration.metricsToken, !SecretStrength.isStrong(metricsToken.revealed) {
+            throw ConfigurationError(
+                setting: "ECHORELAY_METRICS_TOKEN",
+                reason: "is weaker than 128 bits (too short, or too few kinds of character); make one with `echorelay secret`"
+            )
         }
         if ingestSecrets.isEmpty, case .postgres = location {
             throw ConfigurationError(

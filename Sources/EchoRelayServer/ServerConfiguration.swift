@@ -1,4 +1,5 @@
 import EchoRelayCore
+import EchoRelayHTTP
 import EchoRelaySharedSignals
 import EchoRelayWorkers
 
@@ -31,6 +32,15 @@ public struct ServerConfiguration: Sendable {
     /// `ECHORELAY_DURABILITY`: what a `202` (and any acknowledged change) waits for. With
     /// `.standby`, a standby's flush, for up to `ingestWait`; PostgreSQL only.
     public var durability: Durability = .local
+    /// `ECHORELAY_AUTH_FAILURE_LIMIT`: failed authentications a client address may make in a
+    /// minute before its next attempts are answered `429` until the minute is over.
+    public var authenticationFailureLimit = AuthenticationThrottle.defaultLimit
+    /// `ECHORELAY_TRUSTED_PROXIES`: the proxies whose `X-Forwarded-For` names the client.
+    public var trustedProxies: [AddressRange] = []
+    /// `ECHORELAY_MAX_SUBSCRIPTIONS_PER_APP`: past it, an app's next subscription is `422`.
+    public var maxSubscriptionsPerApp = HTTPDependencies.defaultMaxSubscriptionsPerApp
+    /// `ECHORELAY_METRICS_TOKEN`: when set, `GET /metrics` asks for it as a bearer token.
+    public var metricsToken: Secret?
     /// `ECHORELAY_BACKLOG_LIMIT`: past this many events received and not yet final, ingest
     /// answers `503` with `Retry-After` and stores nothing; nil: no limit.
     public var backlogLimit: Int?

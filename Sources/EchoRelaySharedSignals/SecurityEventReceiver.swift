@@ -51,7 +51,9 @@ public struct SecurityEventReceiverSettings: Sendable {
             problems.append(("ECHORELAY_SET_ISSUER", "must be an absolute URL to find the transmitter's keys; otherwise set ECHORELAY_SET_JWKS_URL"))
         }
         if let token = pushToken, token.revealed.count < 16 {
-            problems.append(("ECHORELAY_SET_PUSH_TOKEN", "must be at least 16 characters long"))
+            problems.append(("ECHORELAY_SET_PUSH_TOKEN", "must be at least 16 characters long and hold 128 random bits; make one with `echorelay secret`"))
+        } else if let token = pushToken, !SecretStrength.isStrong(token.revealed) {
+            problems.append(("ECHORELAY_SET_PUSH_TOKEN", "is weaker than 128 bits (too short, or too few kinds of character); make one with `echorelay secret`"))
         }
         if let url = poll.url, let problem = JWKSFetch.problem(url: url, allowHTTP: allowHTTP) {
             problems.append(("ECHORELAY_SET_POLL_URL", problem))

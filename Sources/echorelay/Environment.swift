@@ -143,6 +143,20 @@ enum Setting {
         try parsed(ServeSettings.durability, flag, must: "local or standby", Durability.init(rawValue:))
     }
 
+    /// `ECHORELAY_TRUSTED_PROXIES`: addresses and CIDR ranges, comma-separated.
+    static func trustedProxies(_ flag: String?) throws -> [AddressRange] {
+        guard let text = value(flag, ServeSettings.trustedProxies.variable) else { return [] }
+        return try text.split(separator: ",", omittingEmptySubsequences: false).map { raw in
+            let entry = raw.trimmingCharacters(in: .whitespaces)
+            do throws(AllowListError) {
+                guard !entry.isEmpty else { throw AllowListError("has an empty entry (two commas, or one at an end)") }
+                return try AddressRange(entry)
+            } catch {
+                throw ConfigurationError(setting: ServeSettings.trustedProxies.variable, reason: error.reason)
+            }
+        }
+    }
+
     /// `ECHORELAY_BACKLOG_LIMIT`: a positive number of events, or `off` (nil) for no limit.
     static func backlogLimit(_ flag: String?) throws -> Int? {
         let text = try required(ServeSettings.backlogLimit, flag)

@@ -49,6 +49,18 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .customLong(ServeSettings.durability.flag), help: ServeSettings.durability.argumentHelp)
     var durability: String?
 
+    @Option(name: .customLong(ServeSettings.authFailureLimit.flag), help: ServeSettings.authFailureLimit.argumentHelp)
+    var authFailureLimit: Int?
+
+    @Option(name: .customLong(ServeSettings.trustedProxies.flag), help: ServeSettings.trustedProxies.argumentHelp)
+    var trustedProxies: String?
+
+    @Option(name: .customLong(ServeSettings.maxSubscriptionsPerApp.flag), help: ServeSettings.maxSubscriptionsPerApp.argumentHelp)
+    var maxSubscriptionsPerApp: Int?
+
+    @Option(name: .customLong(ServeSettings.metricsToken.flag), help: ServeSettings.metricsToken.argumentHelp)
+    var metricsToken: String?
+
     @Option(name: .customLong(ServeSettings.consumerKey.flag), help: ServeSettings.consumerKey.argumentHelp)
     var consumerKey: String?
 
@@ -245,6 +257,10 @@ struct ServeCommand: AsyncParsableCommand {
             )
         )
         configuration.durability = try Setting.durability(durability)
+        configuration.authenticationFailureLimit = try Setting.integer(authFailureLimit, S.authFailureLimit, in: 1...100_000)
+        configuration.trustedProxies = try Setting.trustedProxies(trustedProxies)
+        configuration.maxSubscriptionsPerApp = try Setting.integer(maxSubscriptionsPerApp, S.maxSubscriptionsPerApp, in: 1...100_000)
+        configuration.metricsToken = Setting.text(metricsToken, S.metricsToken).map(Secret.init)
         return configuration
     }
 }

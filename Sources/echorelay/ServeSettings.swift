@@ -59,17 +59,25 @@ enum ServeSettings {
     static let demo = ServeSetting("demo", "ECHORELAY_DEMO", .switch,
         help: "Try EchoRelay on this machine with `echorelay demo`: accept OAuth Echo over plain http from the demo's stand-in identity provider on 127.0.0.1:8181 (consumer key echorelay-demo, unless ECHORELAY_CONSUMER_KEY is set), re-verify OAuth 2 events with its introspection and UserInfo endpoints (unless ECHORELAY_OAUTH2_INTROSPECTION_URL is set), and deliver to subscribers on loopback. For trying it out only, never in production.")
     static let ingestSecrets = ServeSetting("ingest-secrets", "ECHORELAY_INGEST_SECRETS", .unset("(required on PostgreSQL; made on the embedded store's first run)"),
-        help: "Comma-separated whsec_ secrets the identity provider signs events with; any one of them is accepted, for rotation.")
+        help: "Comma-separated whsec_ secrets the identity provider signs events with; any one of them is accepted, for rotation. Each key must be 16 bytes (128 bits) or more: make one with `echorelay secret`.")
     static let secretKey = ServeSetting("secret-key", "ECHORELAY_SECRET_KEY", .unset("none (plaintext, with a warning)"),
         help: "Comma-separated base64 AES-256 keys that encrypt subscription secrets in the database; the first seals, every one opens (rotation: <new>,<old>, then `echorelay reseal`). Make one with `echorelay secret-key`.")
     static let adminToken = ServeSetting("admin-token", "ECHORELAY_ADMIN_TOKEN", .unset("none"),
-        help: "Bearer token with the admin role; on the embedded store's first run without one, an admin token is made and printed once.")
+        help: "Bearer token with the admin role, 128 bits or stronger (make one with `echorelay secret`); on the embedded store's first run without one, an admin token is made and printed once. Replacing it ends the console sessions it opened.")
     static let noMigrate = ServeSetting("no-migrate", "ECHORELAY_NO_MIGRATE", .switch,
         help: "Do not apply pending database migrations at start-up (run `echorelay migrate` yourself).")
     static let role = ServeSetting("role", "ECHORELAY_ROLE", .value("all"),
         help: "What this process runs: all (the API and the workers), ingest (the API only) or workers (the workers, and health checks).")
     static let durability = ServeSetting("durability", "ECHORELAY_DURABILITY", .value("local"),
         help: "What a 202 (and any change acknowledged through the API) waits for: local, the commit on the PostgreSQL primary; or standby, the commit flushed by at least one of the primary's standbys as well, else 503 with Retry-After (the database role needs pg_monitor; PostgreSQL only).")
+    static let authFailureLimit = ServeSetting("auth-failure-limit", "ECHORELAY_AUTH_FAILURE_LIMIT", .value("20"),
+        help: "Failed authentications (bearer tokens, console sign-ins) a client address may make in a minute; past it, that address is answered 429 with Retry-After until the minute is over.")
+    static let trustedProxies = ServeSetting("trusted-proxies", "ECHORELAY_TRUSTED_PROXIES", .unset("none"),
+        help: "Comma-separated addresses and CIDR ranges of the proxies in front of EchoRelay: a request from one of them is counted against the right-most address in X-Forwarded-For that is not itself a trusted proxy.")
+    static let maxSubscriptionsPerApp = ServeSetting("max-subscriptions-per-app", "ECHORELAY_MAX_SUBSCRIPTIONS_PER_APP", .value("50"),
+        help: "How many subscriptions (deleted ones not counted) one app token may have; past it, POST /v1/subscriptions answers 422 naming the limit. Admins are not limited.")
+    static let metricsToken = ServeSetting("metrics-token", "ECHORELAY_METRICS_TOKEN", .unset("none (GET /metrics is open)"),
+        help: "When set, GET /metrics answers only a scrape with Authorization: Bearer <it> (401 otherwise); 128 bits or stronger (make one with `echorelay secret`).")
     static let consumerKey = ServeSetting("consumer-key", "ECHORELAY_CONSUMER_KEY", .unset("(required, unless only OAuth 2 is used)"),
         help: "The app's OAuth consumer key; every echo header must carry it. With ECHORELAY_OAUTH2_INTROSPECTION_URL set and this unset, events must carry oauth2, not echo.")
     static let echoAllowedHosts = ServeSetting("echo-allowed-hosts", "ECHORELAY_ECHO_ALLOWED_HOSTS", .unset("(required with `ECHORELAY_CONSUMER_KEY`)"),
@@ -145,7 +153,7 @@ enum ServeSettings {
     static let setPollMaxEvents = ServeSetting("set-poll-max-events", "ECHORELAY_SET_POLL_MAX_EVENTS", .value("50"),
         help: "The most SETs one poll asks for (maxEvents), 1 to 1000.")
     static let setPushToken = ServeSetting("set-push-token", "ECHORELAY_SET_PUSH_TOKEN", .unset("none"),
-        help: "A token the transmitter must send as Authorization: Bearer with every SET, at least 16 characters; unset, none is asked for.")
+        help: "A token the transmitter must send as Authorization: Bearer with every SET, at least 16 characters and 128 bits strong (make one with `echorelay secret`); unset, none is asked for.")
     static let requestTimeout = ServeSetting("request-timeout", "ECHORELAY_REQUEST_TIMEOUT", .value("30s"),
         help: "How long a client may take to send a request body, or be slow sending a request head or idle on a connection, before the connection is closed (slowloris and endless bodies cannot hold it).")
     static let shutdownGrace = ServeSetting("shutdown-grace", "ECHORELAY_SHUTDOWN_GRACE", .value("10s"),
@@ -165,7 +173,7 @@ enum ServeSettings {
     }
 
     static let all: [ServeSetting] = [
-        host, port, databaseURL, demo, ingestSecrets, secretKey, adminToken, noMigrate, role, durability, consumerKey, echoAllowedHosts, echoAllowHTTP, echoTimeout, echoRetrySchedule,
+        host, port, databaseURL, demo, ingestSecrets, secretKey, adminToken, noMigrate, role, durability, authFailureLimit, trustedProxies, maxSubscriptionsPerApp, metricsToken, consumerKey, echoAllowedHosts, echoAllowHTTP, echoTimeout, echoRetrySchedule,
         oauth2IntrospectionURL, oauth2ClientID, oauth2ClientSecret, oauth2UserInfoURL, oauth2TokenClientID, oauth2Issuer, oauth2AllowHTTP,
         lease, verifyConcurrency, deliveryTimeout, deliveryConnectTimeout, retrySchedule, disableAfter, allowPrivateSubscribers, privateSubscribers, subscriberCAFile, deliveryConcurrency, subscriptionConcurrency, replayRate, retainAttempts, retainEvents, pruneInterval, backlogLimit, setIssuer, setAudience, setJwksURL, setAllowHTTP, setPushToken, setTransmitterToken, setPollURL, setPollToken, setPollWait, setPollMaxEvents, requestTimeout, shutdownGrace, threads, logLevel, logFormat,
     ]

@@ -14,7 +14,8 @@ extension SubscriptionsCommand {
 
                 Sends every verified event of the subscription's types received in the window that it \
                 has neither received nor still has pending: those dead-lettered, and those verified while \
-                it was disabled. Each once, with its webhook-id, in each user's order; a disabled \
+                it was disabled. The window starts no earlier than the subscription's creation, unless staff \
+                add --before-creation (audited). Each once, with its webhook-id, in each user's order; a disabled \
                 subscription's wait until it is enabled. --dry-run counts them and sends nothing; --wait follows the recover \
                 (a replay of kind recover) as `echorelay replays show --wait` does, with its exit status 3.
 
@@ -34,6 +35,9 @@ extension SubscriptionsCommand {
         @Option(help: "Why, for the audit log (optional).")
         var reason: String?
 
+        @Flag(help: "Staff only: also send events received before the subscription was created (audited).")
+        var beforeCreation = false
+
         @Flag(help: "Count the events it would send, and send nothing.")
         var dryRun = false
 
@@ -51,7 +55,8 @@ extension SubscriptionsCommand {
         func run() async throws {
             try await client.run { api in
                 let answer = try await api.post(["v1", "subscriptions", id, "recover"], body: API.RecoverRequest(
-                    reason: reason, since: TimeArgument.value(since)!, until: TimeArgument.value(until), dry_run: dryRun ? true : nil
+                    reason: reason, since: TimeArgument.value(since)!, until: TimeArgument.value(until), dry_run: dryRun ? true : nil,
+                    before_creation: beforeCreation ? true : nil
                 ))
                 if dryRun {
                     if client.json { return printJSON(answer.body) }

@@ -586,7 +586,7 @@ import TestSupport
         #expect(try await log.send(.GET, "/v1/deliveries/\(goneWebhook)", token: support).status == 200)
         #expect(try await log.send(.GET, "/v1/deliveries/msg_none", token: admin).status == 404)
 
-        // Recover: one made now has every earlier event to recover.
+        // Recover: one made now has every earlier event to recover, if staff ask for them.
         let window: [String: Any] = ["since": "2020-01-01T00:00:00Z"]
         #expect(try await log.send(.POST, "/v1/subscriptions/\(mainID)/recover", token: support,
                                    json: window.merging(["dry_run": true]) { $1 }).status == 200)
@@ -595,7 +595,7 @@ import TestSupport
             "url": subscriber.url("/late"), "event_types": ["token.rotated", "phone.changed"],
         ]).json)
         let recovering = try await log.send(.POST, "/v1/subscriptions/\(try #require(late["id"] as? String))/recover", token: admin,
-                                            json: window.merging(["reason": "back up"]) { $1 })
+                                            json: window.merging(["reason": "back up", "before_creation": true]) { $1 })
         #expect(recovering.status == 202, "\(recovering.text)")
         let recover = try #require(recovering.json)
         #expect(try await log.send(.GET, "/v1/replays/\(try #require(recover["id"] as? String))", token: admin).status == 200)

@@ -139,7 +139,7 @@ import Glibc
             let before = try await store.deliveries(eventID: "evt_1").count
             #expect(before == 1)
 
-            #expect(try await store.migrate() == [7, 8, 9, 10, 11, 12, 13, 14, 15])
+            #expect(try await store.migrate() == [7, 8, 9, 10, 11, 12, 13, 14, 15, 16])
             let stored = try #require(try await store.event(id: "evt_1"))
             #expect(stored.status == .verified && stored.type == .tokenRotated && stored.sequence == 1)
             #expect(try await store.deliveries(eventID: "evt_1").count == before)
@@ -177,7 +177,7 @@ import Glibc
             let receipt = try await store.replayEvent(id: "evt_1", subscriptionIDs: [subscription.id], actor: .environmentAdmin,
                                                       reason: "before the migration")
 
-            #expect(try await store.migrate() == [9, 10, 11, 12, 13, 14, 15])
+            #expect(try await store.migrate() == [9, 10, 11, 12, 13, 14, 15, 16])
             #expect(try await store.replay(id: receipt.id)?.kind == .event)
             #expect(try await store.deliveries(eventID: "evt_1").compactMap(\.replayID) == [receipt.id])
             let (broken, indexes) = try await store.session.read { db in

@@ -9,23 +9,28 @@ public struct ConsoleSession: Sendable, Equatable {
     /// sent only inside the pages of that session.
     public var formToken: String
     public var expiresAt: Date
+    /// The SHA-256 of the token the session was opened with: a session of
+    /// `ECHORELAY_ADMIN_TOKEN` lasts only while that same token is the one set. Nil for
+    /// sessions opened before it was recorded.
+    public var credentialSHA256: [UInt8]?
 
-    public init(principal: Principal, formToken: String, expiresAt: Date) {
+    public init(principal: Principal, formToken: String, expiresAt: Date, credentialSHA256: [UInt8]? = nil) {
         self.principal = principal
         self.formToken = formToken
         self.expiresAt = expiresAt
+        self.credentialSHA256 = credentialSHA256
     }
 }
 
 extension ConsoleSession {
     /// What `init(row:)` reads of a session `s` and its access token `t` (none for
     /// `ECHORELAY_ADMIN_TOKEN`'s), in order; the name is the token's current one if it has a row.
-    public static let columns = "s.token_id, coalesce(t.name, s.name), s.role, s.form_token, s.expires_at"
+    public static let columns = "s.token_id, coalesce(t.name, s.name), s.role, s.form_token, s.expires_at, s.credential_sha256"
 
     public init(row: some StoreRow) throws {
         self.init(principal: Principal(tokenID: try row.optionalString(0), name: try row.string(1),
                                        role: try row.value(2, "role of a console session")),
-                  formToken: try row.string(3), expiresAt: try row.date(4))
+                  formToken: try row.string(3), expiresAt: try row.date(4), credentialSHA256: try row.optionalBytes(5))
     }
 }
 

@@ -79,24 +79,75 @@ extension SubscriptionPage {
     }
 }
 
-/// The storage of subscriptions.
+/// The storage of subscriptions. Each change takes the audit entry that records it, written
+/// in the change's own transaction (the subscription's id is its target), so a change is
+/// never committed without its entry, nor an entry without its change.
 public protocol SubscriptionStore: Sendable {
-    func createSubscription(_ fields: SubscriptionFields, ownerTokenID: String?, secret: String) async throws -> Subscription
+    /// With `limit`, an owner that already has that many subscriptions (deleted ones not
+    /// counted) gets `SubscriptionLimitReached` and nothing is stored; two creations at once
+    /// cannot both pass it.
+    func createSubscription(_ fields: SubscriptionFields, ownerTokenID: String?, secret: String, limit: Int?,
+                            audit: AuditNote?) async throws -> Subscription
     /// `owner` nil lists every subscription; otherwise only that token's.
     func subscriptions(owner: String?, cursor: String?, limit: Int) async throws -> SubscriptionPage
     func subscription(id: String) async throws -> Subscription?
-    func updateSubscription(id: String, _ fields: SubscriptionFields) async throws -> Subscription?
+    func updateSubscription(id: String, _ fields: SubscriptionFields, audit: AuditNote?) async throws -> Subscription?
     /// Deletes it and cancels its pending deliveries. False if there was none.
-    func deleteSubscription(id: String) async throws -> Bool
-    func setSubscriptionEnabled(id: String, _ enabled: Bool, reason: String?) async throws -> Subscription?
+    func deleteSubscription(id: String, audit: AuditNote?) async throws -> Bool
+    func setSubscriptionEnabled(id: String, _ enabled: Bool, reason: String?, audit: AuditNote?) async throws -> Subscription?
     /// The new secret signs from now on; the old one signs too until `overlap` has passed.
-    func rotateSubscriptionSecret(id: String, newSecret: String, overlap: Duration) async throws -> Subscription?
+    func rotateSubscriptionSecret(id: String, newSecret: String, overlap: Duration, audit: AuditNote?) async throws -> Subscription?
     /// Seals every subscription's secrets (deleted ones and previous secrets included) with the
     /// store's first `SecretSealer` key, in one transaction: plain ones are sealed, ones sealed
     /// with another key are opened and sealed again. Returns how many subscriptions changed.
     /// Throws `SecretSealerError.notConfigured` when the store has no sealer, and any
     /// `SecretSealerError` of a secret it cannot open (then nothing changes).
     func resealSubscriptionSecrets() async throws -> Int
+}
+
+extension SubscriptionStore {
+    /// The changes made by no one in particular (the workers, tests), with no audit entry.
+    public func createSubscription(_ fields: SubscriptionFields, ownerTokenID: String?, secret: String) async throws -> Subscription {
+        try await createSubscription(fields, ownerTokenID: ownerTokenID, secret: secret, limit: nil, audit: nil)
+    }
+
+    public func updateSubscription(id: String, _ fields: SubscriptionFields) async throws -> Subscription? {
+        try await updateSubscription(id: id, fields, audit: nil)
+    }
+
+    public func deleteSubscription(id: String) async throws -> Bool {
+        try await deleteSubscription(id: id, audit: nil)
+    }
+
+    public func setSubscriptionEnabled(id: String, _ enabled: Bool, reason: String?) async throws -> Subscription? {
+        try await setSubscriptionEnabled(id: id, enabled, reason: reason, audit: nil)
+    }
+
+    public func rotateSubscriptionSecret(id: String, newSecret: String, overlap: Duration) async throws -> Subscription? {
+        try await rotateSubscriptionSecret(id: id, newSecret: newSecret, overlap: overlap, audit: nil)
+    }
+}
+
+/// An audit entry to write with a change: who, what (`subscription.create`), and why.
+public struct AuditNote: Sendable {
+    public var actor: Principal
+    public var action: String
+    public var reason: String?
+
+    public init(actor: Principal, action: String, reason: String? = nil) {
+        self.actor = actor
+        self.action = action
+        self.reason = reason
+    }
+}
+
+/// An app already has `ECHORELAY_MAX_SUBSCRIPTIONS_PER_APP` subscriptions.
+public struct SubscriptionLimitReached: Error, Sendable, Equatable {
+    public let limit: Int
+
+    public init(limit: Int) {
+        self.limit = limit
+    }
 }
 
 public enum SubscriptionCursorError: Error { case invalid }

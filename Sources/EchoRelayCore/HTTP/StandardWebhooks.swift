@@ -5,6 +5,8 @@ import Foundation
 public struct WebhookSecret: Sendable {
     public static let prefix = "whsec_"
     let key: SymmetricKey
+    /// How many bytes the key has: 16 or more hold the 128 bits `serve` asks of an ingest secret.
+    public var keyByteCount: Int { key.bitCount / 8 }
 
     /// Parses `whsec_<base64>`. The error never repeats the secret.
     public init(_ text: String) throws(WebhookSecretError) {

@@ -55,18 +55,44 @@ public struct Recovery: Sendable, Equatable {
     public var subscriptionID: String
     public var since: Date
     public var until: Date?
+    /// Staff asked, explicitly, for events from before the subscription was created.
+    public var beforeCreation: Bool
 
-    public init(subscriptionID: String, since: Date, until: Date? = nil) {
+    public init(subscriptionID: String, since: Date, until: Date? = nil, beforeCreation: Bool = false) {
         self.subscriptionID = subscriptionID
         self.since = since
         self.until = until
+        self.beforeCreation = beforeCreation
     }
 
-    /// As the replay stores and shows it: a filter of these three fields.
+    /// As the replay and its audit entry store and show it: a filter of these fields.
     public var json: JSONValue {
         var object: [String: JSONValue] = ["subscription_id": .string(subscriptionID), "since": .string(RFC3339.format(since))]
         if let until { object["until"] = .string(RFC3339.format(until)) }
+        if beforeCreation { object["before_creation"] = .bool(true) }
         return .object(object)
+    }
+
+    /// A recover sends only what the subscription could have had: nothing received before it
+    /// was created, so a new subscription cannot pull every user's history. The window starts
+    /// at the creation at the earliest, unless staff ask for more (`beforeCreation`, recorded in
+    /// the replay's filter and its audit entry).
+    public static func bounded(subscriptionID: String, since: Date, until: Date?, beforeCreation: Bool,
+                               subscriptionCreatedAt created: Date) -> Recovery {
+        let early = isEarlier(since, than: created)
+        return Recovery(subscriptionID: subscriptionID, since: beforeCreation || !early ? since : created, until: until,
+                        beforeCreation: beforeCreation && early)
+    }
+
+    /// Compared to the microsecond, the precision times are stored and written with, so a
+    /// `since` copied from the subscription's `created_at` is not earlier than it.
+    private static func isEarlier(_ time: Date, than other: Date) -> Bool {
+        (time.timeIntervalSince1970 * 1_000_000).rounded() < (other.timeIntervalSince1970 * 1_000_000).rounded()
+    }
+
+    /// What an app token may not ask of a recover (the API refuses it, naming the field).
+    public static func appProblem(beforeCreation: Bool) -> FieldProblem? {
+        beforeCreation ? FieldProblem(field: "before_creation", reason: "only admin and support staff may recover from before a subscription was created") : nil
     }
 }
 

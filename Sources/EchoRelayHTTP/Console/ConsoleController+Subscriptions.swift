@@ -37,7 +37,7 @@ enum SubscriptionAction: String, CaseIterable, Sendable {
         case .disable: "Deliveries wait until it is enabled again; none is lost."
         case .test: "A signed echorelay.test delivery, sent now, outside every user's sequence; its answer is shown."
         case .rotateSecret: "A new secret signs from now on, shown once; the old one signs too for 24 hours."
-        case .recover: "Sends the verified events of its types, received in the window, that it never got."
+        case .recover: "Sends the verified events of its types, received in the window and since it was created, that it never got."
         }
     }
 }
@@ -58,7 +58,7 @@ extension ConsoleController {
         }
         return SubscriptionView(row: SubscriptionRow(subscription, now: now()), actions: offered.map { action in
             SubscriptionView.Action(action: ConsolePath.subscription(subscription.id) + "/" + action.rawValue, title: action.title,
-                                    hint: action.hint, recover: action == .recover)
+                                    hint: action.hint, recover: action == .recover, beforeCreation: action == .recover && role != .app)
         })
     }
 
@@ -78,7 +78,11 @@ extension ConsoleController {
             var recovery: Recovery?
             if action == .recover {
                 switch Self.parse(form.json(strings: ["reason", "since", "until"]), RecoverRequest.parse) {
-                case .success(let body): recovery = Recovery(subscriptionID: subscription.id, since: body.since, until: body.until)
+                case .success(let body):
+                    // Staff may tick "before its creation"; an app team's window starts at it.
+                    let beforeCreation = signed.actor.role != .app && form.value("before_creation") == "yes"
+                    recovery = Recovery.bounded(subscriptionID: subscription.id, since: body.since, until: body.until,
+                                                beforeCreation: beforeCreation, subscriptionCreatedAt: subscription.createdAt)
                 case .failure(let refused): problems += refused.fields.filter { $0.field != "reason" }
                 }
             }
@@ -97,9 +101,10 @@ extension ConsoleController {
                     action, subscription, reason: reason, recovery: recovery, form: form, back: back
                 ))
             }
+            let note = AuditNote(actor: signed.actor, action: "subscription.\(action.rawValue.replacingOccurrences(of: "-", with: "_"))",
+                                 reason: reason)
             let audit = { (target: String) in
-                try await store.recordAudit(actor: signed.actor, action: "subscription.\(action.rawValue.replacingOccurrences(of: "-", with: "_"))",
-                                            target: target, filter: nil, matched: nil, reason: reason)
+                try await store.recordAudit(actor: note.actor, action: note.action, target: target, filter: nil, matched: nil, reason: note.reason)
             }
             context.logger.info("subscription \(action.rawValue) from the console", metadata: [
                 "subscription.id": "\(subscription.id)", "actor": "\(signed.actor.name)",
@@ -108,8 +113,8 @@ extension ConsoleController {
             case .enable, .disable:
                 let enabled = action == .enable
                 _ = try await store.setSubscriptionEnabled(id: subscription.id, enabled,
-                                                           reason: enabled ? nil : SubscriptionHealth.disabledByPersonPrefix + signed.actor.name)
-                try await audit(subscription.id)
+                                                           reason: enabled ? nil : SubscriptionHealth.disabledByPersonPrefix + signed.actor.name,
+                                                           audit: note)
                 if enabled { workCreated(.delivery) }
                 return ConsoleRenderer.redirect(to: back + "?" + ConsolePath.query([("done", enabled ? "Enabled." : "Disabled.")]))
             case .test:
@@ -127,10 +132,9 @@ extension ConsoleController {
             case .rotateSecret:
                 let secret = WebhookSecret.generate()
                 guard try await store.rotateSubscriptionSecret(id: subscription.id, newSecret: secret,
-                                                               overlap: SubscriptionsController<Context>.secretOverlap) != nil else {
+                                                               overlap: SubscriptionsController<Context>.secretOverlap, audit: note) != nil else {
                     throw Problem.notFound("no subscription with id \"\(subscription.id)\"")
                 }
-                try await audit(subscription.id)
                 return signed.page("secret", title: "New signing secret", SecretPage(
                     heading: "New signing secret", subscriptionID: subscription.id, secret: secret, overlap: "24 hours", back: back
                 ))

@@ -194,7 +194,7 @@ struct ConsoleController<Context: RequestContext>: Sendable {
 
         do {
             let secure = ConsoleSessions.isSecure(request)
-            let (_, cookie) = try await sessions.open(for: principal, secure: secure)
+            let (_, cookie) = try await sessions.open(for: principal, token: token, secure: secure)
             context.logger.info("console sign-in", metadata: ["actor": "\(principal.name)", "role": "\(principal.role.rawValue)"])
             var headers = HTTPFields()
             headers.append(HTTPField(name: .setCookie, value: cookie.description))

@@ -7,7 +7,8 @@ import Hummingbird
 /// Who is signed in to the console. Signing in presents a `support` or `admin` access token
 /// once; the browser then holds only a random session key in an `HttpOnly`, `SameSite=Strict`
 /// cookie scoped to `/console` (`Secure` when the request came over TLS), and the database
-/// holds only the key's SHA-256 with who signed in and the session's CSRF token.
+/// holds only the key's SHA-256 with who signed in, the session's CSRF token and the SHA-256
+/// of the token it was opened with. A session lasts only while that token is accepted.
 struct ConsoleSessions: Sendable {
     static let cookieName = "echorelay_console"
     /// A short-lived cookie that pairs the sign-in form with its POST (login CSRF).
@@ -17,21 +18,37 @@ struct ConsoleSessions: Sendable {
     let store: any ConsoleSessionStore
     let authorizer: BearerAuthorizer
     let now: @Sendable () -> Date
+    /// Keys that matched no session, refused for a while without a lookup: keys are random
+    /// and made only here, so an unknown one cannot become a session.
+    private let unknown = BoundedCache<[UInt8], Bool>(capacity: 10_000)
 
     /// The request's session, or nil when it has none, or an unknown, expired or revoked one.
     func current(_ request: Request) async throws -> ConsoleSession? {
         guard let key = request.cookies[Self.cookieName]?.value, !key.isEmpty else { return nil }
-        guard let session = try await store.consoleSession(keyHash: AccessTokenText.hash(key)) else { return nil }
-        // A session of ECHORELAY_ADMIN_TOKEN ends when the variable is no longer set.
-        if session.principal.tokenID == nil && !authorizer.acceptsEnvironmentAdmin { return nil }
+        let keyHash = AccessTokenText.hash(key)
+        let now = ContinuousClock.now
+        guard unknown.value(for: keyHash, now: now) == nil else { return nil }
+        guard let session = try await store.consoleSession(keyHash: keyHash) else {
+            unknown.set(true, for: keyHash, expires: now + BearerAuthorizer.unknownFor, now: now)
+            return nil
+        }
+        // A stored token's session ends with its revocation (the store's lookup); one of
+        // ECHORELAY_ADMIN_TOKEN ends when the variable is changed or unset, and for good:
+        // setting the old token again does not bring it back.
+        if session.principal.tokenID == nil && !authorizer.acceptsEnvironmentAdminSession(credentialSHA256: session.credentialSHA256) {
+            try await store.deleteConsoleSession(keyHash: keyHash)
+            return nil
+        }
         return session
     }
 
-    /// Opens a session for `principal` and returns it with the cookie that carries its key.
-    func open(for principal: Principal, secure: Bool) async throws -> (ConsoleSession, Cookie) {
+    /// Opens a session for `principal`, who presented `token`, and returns it with the cookie
+    /// that carries its key.
+    func open(for principal: Principal, token: String, secure: Bool) async throws -> (ConsoleSession, Cookie) {
         let key = AccessTokenText.randomBody()
         let session = ConsoleSession(principal: principal, formToken: AccessTokenText.randomBody(),
-                                     expiresAt: now().addingTimeInterval(Self.lifetime))
+                                     expiresAt: now().addingTimeInterval(Self.lifetime),
+                                     credentialSHA256: Array(SHA256.hash(data: Data(token.utf8))))
         try await store.createConsoleSession(keyHash: AccessTokenText.hash(key), session)
         let cookie = Cookie(name: Self.cookieName, value: key, maxAge: Int(Self.lifetime), path: "/console",
                             secure: secure, httpOnly: true, sameSite: .strict)

@@ -383,6 +383,8 @@ struct SubscriptionView {
         let title: String
         let hint: String
         let recover: Bool
+        /// Staff may reach back before the subscription's creation; an app team may not.
+        let beforeCreation: Bool
     }
 
     let row: SubscriptionRow

@@ -78,9 +78,11 @@ import TestSupport
                 ("Authorization", "Bearer \(LiveServer.adminToken)"), ("Content-Type", "application/json"),
             ], body: Array(#"{"url": "\#(f.subscriber.url("/late"))", "event_types": ["token.rotated"]}"#.utf8)).json?["id"] as? String)
             let latePage = "/console/subscriptions/\(late)"
-            let count = try await admin.post("\(latePage)/recover", window)
+            #expect(try await admin.post("\(latePage)/recover", window).text.contains("Nothing to recover"),
+                    "without asking, only what arrived since it was created")
+            let count = try await admin.post("\(latePage)/recover", window + [("before_creation", "yes")])
             #expect(count.status == 200 && count.text.contains("1 event it never received"), "\(count.text)")
-            let recovered = try await admin.post("\(latePage)/recover", window + [("confirm", "yes")])
+            let recovered = try await admin.post("\(latePage)/recover", window + [("before_creation", "yes"), ("confirm", "yes")])
             #expect(recovered.status == 303 && recovered.headers["Location"].first?.hasPrefix("/console/replays/rpl_") == true)
             #expect(try await admin.post("\(latePage)/recover", [("csrf", csrf), ("reason", "r"), ("since", "yesterday")]).status == 422)
 

@@ -1,0 +1,71 @@
+import EchoRelayCore
+import EchoRelayServer
+import Foundation
+import NIOHTTP1
+import TestSupport
+import Testing
+
+/// A request without valid credentials costs the database nothing: the statements PostgreSQL
+/// receives are counted on the wire (`StatementCounter`) while such requests are sent.
+@Suite struct UnauthenticatedCostTests {
+    static let unknownToken = "er_" + String(repeating: "Q", count: 43)
+
+    @Test func requestsWithoutValidCredentialsRunNoStatement() async throws {
+        try await TestDatabase.withFresh { database in
+            let target = try #require(URLComponents(string: database.url)?.port)
+            let counter = try await StatementCounter(targetPort: target)
+            let url = database.url.replacingOccurrences(of: ":\(target)/", with: ":\(counter.port)/")
+            try await HardeningServer.run(databaseURL: url, configure: {
+                // Nothing of its own in the background: no workers, no backlog reading, no sweeping.
+                $0.role = .ingest
+                $0.backlogLimit = nil
+                $0.consoleSessionSweepInterval = .seconds(3600)
+                $0.authenticationFailureLimit = 100_000
+                $0.metricsToken = Secret("metrics-token-" + String(repeating: "k9", count: 16))
+            }) { http in
+                let before = try await counter.settled()
+
+                // The first look at an unknown token, or console session key, asks the database once…
+                let cookie = [("Cookie", "echorelay_console=\(String(repeating: "z", count: 43))")]
+                let first = try await http.get("/v1/subscriptions", bearer: Self.unknownToken)
+                #expect(first.status == 401)
+                let firstConsole = try await http.send(.GET, "/console", headers: cookie)
+                #expect([200, 303].contains(firstConsole.status), "not signed in")
+                let afterFirst = try await counter.settled()
+                #expect(afterFirst - before == 2, "each first lookup reaches the database: \(afterFirst - before)")
+
+                // …and never again; nor does anything else without valid credentials.
+                for _ in 0..<50 {
+                    #expect(try await http.get("/v1/subscriptions", bearer: Self.unknownToken).status == 401)
+                    #expect(try await http.get("/v1/events?user_id=1", bearer: "not-a-token").status == 401)
+                    #expect(try await http.get("/v1/audit").status == 401)
+                    #expect(try await http.get("/metrics", bearer: "wrong").status == 401)
+                    #expect(try await http.get("/healthz").status == 200)
+                    let console = try await http.send(.GET, "/console", headers: cookie)
+                    #expect(console.status == firstConsole.status)
+                }
+                let after = try await counter.settled()
+                #expect(after == afterFirst, "\(after - afterFirst) statements for 300 requests without valid credentials")
+            }
+        }
+    }
+
+    /// `ECHORELAY_METRICS_TOKEN`: set, a scrape must carry it; unset, `/metrics` is open.
+    @Test func theMetricsTokenGuardsTheScrapeWhenSet() async throws {
+        let token = "metrics-token-" + String(repeating: "k9", count: 16)
+        try await HardeningServer.withStore(.sqlite) { url in
+            try await HardeningServer.run(databaseURL: url, configure: { $0.metricsToken = Secret(token) }) { http in
+                let open = try await http.get("/metrics")
+                #expect(open.status == 401 && open.headers["WWW-Authenticate"] == ["Bearer"])
+                #expect(!open.text.contains(token))
+                #expect(try await http.get("/metrics", bearer: token + "x").status == 401)
+                let scraped = try await http.get("/metrics", bearer: token)
+                #expect(scraped.status == 200 && scraped.text.contains("echorelay_events_received_total"))
+            }
+            try await HardeningServer.run(databaseURL: url) { http in
+                let open = try await http.get("/metrics")
+                #expect(open.status == 200)
+            }
+        }
+    }
+}
