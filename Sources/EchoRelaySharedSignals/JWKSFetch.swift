@@ -4,8 +4,9 @@ import Foundation
 import NIOCore
 import NIOHTTP1
 
-/// Reads the transmitter's JWKS from its URL: `GET`, `200` only, at most 64 KiB, within 10 s,
-/// no redirects followed.
+/// Reads the transmitter's JWKS from its URL: `GET`, `200` only, at most 64 KiB, within 10 s
+/// for the whole exchange (the body too: a host that sends its head and then stalls does not
+/// hold the key refresh), no redirects followed.
 public enum JWKSFetch {
     public static let maximumSize = 64 * 1024
     public static let timeout: Duration = .seconds(10)
@@ -27,14 +28,22 @@ public enum JWKSFetch {
                                           configuration: .init(redirectConfiguration: .disallow))
 
     /// The fetch for `TransmitterKeys`, on `client`.
-    public static func from(_ url: String, client: HTTPClient = JWKSFetch.client) -> TransmitterKeys.Fetch {
+    public static func from(_ url: String, within limit: Duration = timeout, client: HTTPClient = JWKSFetch.client) -> TransmitterKeys.Fetch {
         { @Sendable in
-            var request = HTTPClientRequest(url: url)
-            request.headers.add(name: "Accept", value: "application/jwk-set+json, application/json")
-            let response = try await client.execute(request, timeout: .init(timeout))
-            guard response.status == .ok else { throw JWKSFetchError("the JWKS URL answered \(response.status.code)") }
-            let body = try await response.body.collect(upTo: maximumSize)
-            return Array(body.readableBytesView)
+            do {
+                return try await withTimeout(limit) {
+                    var request = HTTPClientRequest(url: url)
+                    request.headers.add(name: "Accept", value: "application/jwk-set+json, application/json")
+                    // AsyncHTTPClient's deadline ends when the head arrives; the body is bounded
+                    // by the timeout around both.
+                    let response = try await client.execute(request, timeout: .init(limit))
+                    guard response.status == .ok else { throw JWKSFetchError("the JWKS URL answered \(response.status.code)") }
+                    let body = try await response.body.collect(upTo: maximumSize)
+                    return Array(body.readableBytesView)
+                }
+            } catch is TimeoutError {
+                throw JWKSFetchError("the JWKS URL did not send its whole answer within \(limit)")
+            }
         }
     }
 }
