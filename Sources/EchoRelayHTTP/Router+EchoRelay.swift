@@ -79,6 +79,9 @@ public struct HTTPDependencies: Sendable {
 public func buildRouter(servesAPI: Bool = true, _ dependencies: HTTPDependencies) -> Router<EchoRelayRequestContext> {
     let router = Router(context: EchoRelayRequestContext.self)
     router.add(middleware: ProblemMiddleware())
+    if servesAPI {
+        router.add(middleware: MethodNotAllowedMiddleware(paths: DocumentedPaths(document: OpenAPIController<EchoRelayRequestContext>.document)))
+    }
     router.add(middleware: RequestBodyMiddleware(timeout: dependencies.requestTimeout))
     router.add(middleware: AuthenticationThrottleMiddleware(throttle: dependencies.authenticationThrottle,
                                                             addresses: dependencies.clientAddresses, metrics: dependencies.metrics))
