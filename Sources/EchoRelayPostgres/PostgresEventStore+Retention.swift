@@ -29,6 +29,8 @@ extension PostgresEventStore: RetentionStore {
                     SELECT e.id FROM c, (SELECT DISTINCT s.event_id FROM c, scanned s WHERE s.created_at < c.cutoff) o
                     JOIN events e ON e.id = o.event_id
                     WHERE e.pruned_at IS NULL AND \(unescaped: Self.finalBefore("c.cutoff"))
+                      -- A bulk replay or recover still making deliveries may need any event.
+                      AND NOT EXISTS (SELECT 1 FROM replays r WHERE r.state = 'running' AND NOT r.cursor_done)
                 ),
                 doomed AS (
                     SELECT d.id FROM final f JOIN deliveries d ON d.event_id = f.id AND d.replay_id IS NULL

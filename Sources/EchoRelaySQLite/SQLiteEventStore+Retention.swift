@@ -22,6 +22,7 @@ extension SQLiteEventStore {
             let final = candidates.isEmpty ? [] : try await db.rows("""
                 SELECT e.id FROM events e
                 WHERE e.id IN (SELECT value FROM json_each(?1)) AND e.pruned_at IS NULL AND \(Self.finalBefore("?2"))
+                  AND NOT EXISTS (SELECT 1 FROM replays r WHERE r.state = 'running' AND NOT r.cursor_done)
                 """, [JSONText(candidates), at]).map { try $0.string(0) }
             let doomed = try await db.rows(
                 "SELECT id FROM deliveries WHERE event_id IN (SELECT value FROM json_each(?1))", [JSONText(final)]

@@ -74,7 +74,8 @@ public struct PruneStep: Sendable, Equatable {
 public protocol RetentionStore: Sendable {
     /// Walks deliveries by id after `cursor`. Each event among them that has been final since
     /// before `cutoff` loses its deliveries (and so their attempts) and its pushed payload;
-    /// its row stays as the receipt, with `pruned_at` set.
+    /// its row stays as the receipt, with `pruned_at` set. While a bulk replay or recover is
+    /// still making its deliveries, no event is pruned: it may still need any of them.
     func pruneEvents(finalBefore cutoff: Date, after cursor: Int64, limit: Int, dryRun: Bool) async throws -> PruneStep
 
     /// Walks attempt records by id after `cursor`, and removes those of events final since
