@@ -42,6 +42,13 @@ extension PostgresEventStore: SubscriptionStore {
         }
     }
 
+    public func subscriptions(ids: [String]) async throws -> [Subscription] {
+        guard !ids.isEmpty else { return [] }
+        return try await rows("""
+            SELECT \(unescaped: Subscription.columns) FROM subscriptions WHERE id = ANY (\(ids)) AND deleted_at IS NULL
+            """, Subscription.init(row:))
+    }
+
     public func subscription(id: String) async throws -> Subscription? {
         try await rows("""
             SELECT \(unescaped: Subscription.columns) FROM subscriptions WHERE id = \(id) AND deleted_at IS NULL

@@ -47,6 +47,16 @@ extension SQLiteEventStore {
         }
     }
 
+    public func subscriptions(ids: [String]) async throws -> [Subscription] {
+        guard !ids.isEmpty else { return [] }
+        return try await session.read { db in
+            try await db.rows("""
+                SELECT \(Subscription.columns) FROM subscriptions
+                WHERE id IN (SELECT value FROM json_each(?1)) AND deleted_at IS NULL
+                """, [JSONText(ids)]).map(Subscription.init(row:))
+        }
+    }
+
     public func updateSubscription(id: String, _ fields: SubscriptionFields, audit: AuditNote?) async throws -> Subscription? {
         let types = fields.eventTypes.map { JSONText($0.map(\.rawValue)) }
         let setDescription = fields.description != nil

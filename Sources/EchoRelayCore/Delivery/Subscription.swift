@@ -91,6 +91,9 @@ public protocol SubscriptionStore: Sendable {
     /// `owner` nil lists every subscription; otherwise only that token's.
     func subscriptions(owner: String?, cursor: String?, limit: Int) async throws -> SubscriptionPage
     func subscription(id: String) async throws -> Subscription?
+    /// Those of `ids` that exist and are not deleted, in no order: what a page that names a
+    /// few subscriptions reads, rather than all of them.
+    func subscriptions(ids: [String]) async throws -> [Subscription]
     func updateSubscription(id: String, _ fields: SubscriptionFields, audit: AuditNote?) async throws -> Subscription?
     /// Deletes it and cancels its pending deliveries. False if there was none.
     func deleteSubscription(id: String, audit: AuditNote?) async throws -> Bool

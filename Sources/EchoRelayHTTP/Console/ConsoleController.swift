@@ -270,7 +270,7 @@ struct ConsoleController<Context: RequestContext>: Sendable {
                 query.limit = rows
                 return try await store.timeline(query)
             }
-            let names = SubscriptionNames(try await allSubscriptions())
+            let names = try await subscriptionNames(entries.shown.flatMap { $0.deliveries.bySubscription.map(\.subscriptionID) })
             let now = now()
             let page = UserPage(
                 userID: userID, state: try await state.map { UserPage.State($0, now: now) },
@@ -292,7 +292,7 @@ struct ConsoleController<Context: RequestContext>: Sendable {
                 return try await store.recentEvents(query)
             }
             let parameters = request.uri.queryParameters
-            let names = SubscriptionNames(try await allSubscriptions())
+            let names = try await subscriptionNames(entries.shown.flatMap { $0.deliveries.bySubscription.map(\.subscriptionID) })
             let now = now()
             let filters: [(String, String?)] = ["type", "status", "reason", "subscription_id", "since", "until"].map { name in
                 (name, parameters.get(name).flatMap { $0.isEmpty ? nil : $0 })
@@ -322,26 +322,37 @@ struct ConsoleController<Context: RequestContext>: Sendable {
     func eventPage(_ signed: Signed, id: String, notice: String?, problem: ConsoleRenderer.ProblemView?, reasonDraft: String,
                    status: HTTPResponse.Status) async throws -> Response {
         guard let event = try await store.event(id: id) else { throw Problem.notFound("no event with id \"\(id)\"") }
-        async let deliveries = store.deliveries(eventID: id)
-        let every = try await allSubscriptions()
-        let subscriptions = event.status == .verified ? every.filter { $0.eventTypes.contains(event.type) } : []
+        let deliveries = try await store.deliveries(eventID: id)
+        let offered = event.status == .verified ? try await firstSubscriptions(wanting: event.type) : []
+        let named = try await store.subscriptions(ids: Array(Set(deliveries.map(\.subscriptionID)).subtracting(offered.map(\.id))))
         let origin = event.source == .set ? try await store.securityEvent(eventID: id) : nil
-        let page = EventPage(event, deliveries: try await deliveries, subscriptions: subscriptions, names: SubscriptionNames(every),
+        let page = EventPage(event, deliveries: deliveries, subscriptions: offered, names: SubscriptionNames(offered + named),
                              securityEvent: origin, reasonDraft: reasonDraft, now: now())
         return signed.page("event", title: "Event \(id)", status: status, notice: notice, problem: problem, page)
     }
 
-    /// Every subscription, page by page (there are few: one per app backend).
-    func allSubscriptions() async throws -> [Subscription] {
-        var all: [Subscription] = []
+    /// The names of the subscriptions a page shows, read by id: a page costs what it shows,
+    /// however many subscriptions there are.
+    func subscriptionNames(_ ids: [String]) async throws -> SubscriptionNames {
+        SubscriptionNames(try await store.subscriptions(ids: Array(Set(ids))))
+    }
+
+    /// The subscriptions an event's replay form offers: those that want its type, among the
+    /// first `offeredAtMost` (oldest first); the API's replay takes any list of ids.
+    func firstSubscriptions(wanting type: EventType) async throws -> [Subscription] {
+        var wanting: [Subscription] = []
         var cursor: String?
+        var read = 0
         repeat {
             let page = try await store.subscriptions(owner: nil, cursor: cursor, limit: 200)
-            all += page.subscriptions
+            wanting += page.subscriptions.filter { $0.eventTypes.contains(type) }
+            read += page.subscriptions.count
             cursor = page.nextCursor
-        } while cursor != nil
-        return all
+        } while cursor != nil && read < Self.offeredAtMost
+        return wanting
     }
+
+    static var offeredAtMost: Int { 1_000 }
 
     @Sendable func replay(_ request: Request, context: Context) async throws -> Response {
         await signedIn(request, context: context) { signed in
@@ -359,7 +370,7 @@ struct ConsoleController<Context: RequestContext>: Sendable {
             filter.subscriptionID = reader.string("subscription_id")
             let cursor: Int64? = reader.cursor()
             let letters = try await reader.page { try await store.deadLetters(filter, beforeID: cursor, limit: $0) }
-            let names = SubscriptionNames(try await allSubscriptions())
+            let names = try await subscriptionNames(letters.shown.map(\.subscriptionID))
             let now = now()
             let older = letters.cursorRow.map { last in
                 "/console/dead-letters?" + ConsolePath.query([("subscription_id", filter.subscriptionID), ("cursor", String(last.deliveryID))])
