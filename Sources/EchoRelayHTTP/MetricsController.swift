@@ -7,36 +7,24 @@ import Prometheus
 import Synchronization
 
 /// `GET /metrics`: this process's counters and timers in the Prometheus text format, plus
-/// the queues read from the database at each scrape (they are shared by every process).
+/// the queues and subscriptions' health as the sampler last read them from the database
+/// (`StoreFigures`; they are shared by every process). A scrape runs no statement.
 /// Served by every role, like the health checks; it shows counts, never an id or a secret.
 /// With `ECHORELAY_METRICS_TOKEN` set, a scrape must carry it as a bearer token (`401`
 /// otherwise, before anything is read).
 struct MetricsController<Context: RequestContext>: Sendable {
-    let store: any QueueStatsStore
     let registry: PrometheusCollectorRegistry
-    let subscriptionGauges = SubscriptionGauges()
     /// The SHA-256 of `ECHORELAY_METRICS_TOKEN`; nil: open to any scraper.
     let tokenDigest: SHA256.Digest?
 
-    init(store: any QueueStatsStore, registry: PrometheusCollectorRegistry, token: Secret? = nil) {
-        self.store = store
+    init(registry: PrometheusCollectorRegistry, token: Secret? = nil) {
         self.registry = registry
         self.tokenDigest = token.map { SHA256.hash(data: Data($0.revealed.utf8)) }
     }
 
     func addRoutes(to router: Router<Context>) {
-        router.get("/metrics") { request, context in
+        router.get("/metrics") { request, _ in
             try authorize(request)
-            do {
-                for queue in try await store.queueStats() {
-                    registry.makeGauge(descriptor: Self.depth, labels: [("kind", queue.kind)]).set(Double(queue.depth))
-                    registry.makeGauge(descriptor: Self.oldestDueAge, labels: [("kind", queue.kind)]).set(queue.oldestDueAge)
-                }
-                subscriptionGauges.show(try await store.subscriptionHealth(), in: registry)
-            } catch {
-                // The counters are still worth a scrape when the database is away.
-                context.logger.warning("queue figures unavailable for /metrics", metadata: ["error": "\(error)"])
-            }
             var headers = HTTPFields()
             headers[.contentType] = "text/plain; version=0.0.4; charset=utf-8"
             return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: Self.withHelp(registry.emitToString()))))
@@ -71,12 +59,6 @@ struct MetricsController<Context: RequestContext>: Sendable {
         return String(out.dropLast())
     }
 
-    static var depth: MetricNameDescriptor {
-        .echorelay("queue", unit: "depth", help: "Unfinished work items of each kind.")
-    }
-    static var oldestDueAge: MetricNameDescriptor {
-        .echorelay("queue_oldest_due_age", unit: "seconds", help: "How long the longest-waiting due item of each kind has been due.")
-    }
 }
 
 /// Each subscription's health as gauges labelled with its id (subscriptions are few, and an

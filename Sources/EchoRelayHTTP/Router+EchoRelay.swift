@@ -40,6 +40,8 @@ public struct HTTPDependencies: Sendable {
     public static let defaultMaxSubscriptionsPerApp = 50
     /// `ECHORELAY_METRICS_TOKEN`: what a scrape of `/metrics` must present; nil: none.
     public var metricsToken: Secret?
+    /// What the samplers last read of the store, for `/metrics` and `/readyz`.
+    public var storeFigures: StoreFigures
 
     public init(
         store: any EchoRelayStore, subscriberURLPolicy: SubscriberURLPolicy, ingestSecrets: [WebhookSecret],
@@ -49,7 +51,7 @@ public struct HTTPDependencies: Sendable {
         sendTestDelivery: SendTestDelivery? = nil,
         acceptedProofs: AcceptedProofs = .all, durability: Durability = .local,
         authenticationThrottle: AuthenticationThrottle = AuthenticationThrottle(), clientAddresses: ClientAddressRule = ClientAddressRule(),
-        maxSubscriptionsPerApp: Int = defaultMaxSubscriptionsPerApp, metricsToken: Secret? = nil,
+        maxSubscriptionsPerApp: Int = defaultMaxSubscriptionsPerApp, metricsToken: Secret? = nil, storeFigures: StoreFigures? = nil,
         now: @escaping @Sendable () -> Date = { Date() },
         workCreated: @escaping @Sendable (WorkKind) -> Void = { _ in }
     ) {
@@ -62,6 +64,7 @@ public struct HTTPDependencies: Sendable {
         self.clientAddresses = clientAddresses
         self.maxSubscriptionsPerApp = maxSubscriptionsPerApp
         self.metricsToken = metricsToken
+        self.storeFigures = storeFigures ?? StoreFigures(registry: metricsRegistry)
         self.requestTimeout = requestTimeout
         self.backlog = backlog
         self.metrics = metrics
@@ -87,7 +90,7 @@ public func buildRouter(servesAPI: Bool = true, _ dependencies: HTTPDependencies
                                                             addresses: dependencies.clientAddresses, metrics: dependencies.metrics))
     if dependencies.durability == .standby { router.add(middleware: DurableAnswerMiddleware(store: dependencies.store)) }
     HealthController(store: dependencies.store).addRoutes(to: router)
-    MetricsController(store: dependencies.store, registry: dependencies.metricsRegistry, token: dependencies.metricsToken).addRoutes(to: router)
+    MetricsController(registry: dependencies.metricsRegistry, token: dependencies.metricsToken).addRoutes(to: router)
     guard servesAPI else { return router }
     OpenAPIController().addRoutes(to: router)
     let workCreated = dependencies.workCreated

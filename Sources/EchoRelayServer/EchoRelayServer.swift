@@ -23,6 +23,7 @@ public enum EchoRelayServer {
         try await ListenAddress.check(host: configuration.host, port: configuration.port)
         checked.logSecurity(configuration, logger: logger)
         let (metrics, metricsRegistry) = makeMetrics()
+        let storeFigures = StoreFigures(registry: metricsRegistry)
         let processID = "\(ProcessInfo.processInfo.hostName):\(ProcessInfo.processInfo.processIdentifier):\(UUID().uuidString.prefix(8))"
         let wakes = Wakes()
         let verificationHandOffs = verificationInbox(configuration, processID: processID)
@@ -42,14 +43,20 @@ public enum EchoRelayServer {
                                   metrics: metrics, logger: logger)
         let sharedSignals = self.sharedSignals(configuration, logger: logger)
         let router = makeRouter(configuration, backend: backend, ingestSecrets: ingestSecrets, backlog: backlog, wakes: wakes,
-                                sharedSignals: sharedSignals, metrics: metrics, metricsRegistry: metricsRegistry, logger: logger)
+                                sharedSignals: sharedSignals, metrics: metrics, metricsRegistry: metricsRegistry,
+                                storeFigures: storeFigures, logger: logger)
         let poller: [any Service] = sharedSignals.map { signals in
             [SecurityEventPoller(store: backend.store, receiver: signals.receiver, ready: schemaReady, metrics: metrics,
                                  workCreated: { wakes.workCreated(.verification, announce: backend.announce) }, logger: logger)]
         } ?? []
         // Started in this order and stopped in reverse: the server stops taking requests
         // first, then the worker finishes what it holds, then the database client closes.
+        let samplers: [any Service] = [
+            MetricsSampler(store: backend.store, figures: storeFigures, interval: configuration.metricsSampleInterval, ready: schemaReady,
+                           logger: logger),
+        ]
         let services = backend.services
+            + samplers
             + apiServices(configuration, store: backend.store, backlog: backlog, ready: schemaReady, metrics: metrics, logger: logger)
             + poller
             + (configuration.role.runsWorkers ? workers : [])
@@ -99,7 +106,8 @@ public enum EchoRelayServer {
     /// and what they need.
     static func makeRouter(
         _ configuration: ServerConfiguration, backend: StoreBackend, ingestSecrets: [WebhookSecret], backlog: BacklogLimit?,
-        wakes: Wakes, sharedSignals: SharedSignals?, metrics: RelayMetrics, metricsRegistry: PrometheusCollectorRegistry, logger: Logger
+        wakes: Wakes, sharedSignals: SharedSignals?, metrics: RelayMetrics, metricsRegistry: PrometheusCollectorRegistry,
+        storeFigures: StoreFigures, logger: Logger
     ) -> Router<EchoRelayRequestContext> {
         buildRouter(servesAPI: configuration.role.servesAPI, HTTPDependencies(
             store: backend.store,
@@ -116,6 +124,7 @@ public enum EchoRelayServer {
             authenticationThrottle: AuthenticationThrottle(limit: configuration.authenticationFailureLimit),
             clientAddresses: ClientAddressRule(trustedProxies: configuration.trustedProxies),
             maxSubscriptionsPerApp: configuration.maxSubscriptionsPerApp, metricsToken: configuration.metricsToken,
+            storeFigures: storeFigures,
             workCreated: { kind in wakes.workCreated(kind, announce: backend.announce) }
         ))
     }

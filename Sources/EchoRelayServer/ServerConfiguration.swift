@@ -41,6 +41,8 @@ public struct ServerConfiguration: Sendable {
     public var maxSubscriptionsPerApp = HTTPDependencies.defaultMaxSubscriptionsPerApp
     /// `ECHORELAY_METRICS_TOKEN`: when set, `GET /metrics` asks for it as a bearer token.
     public var metricsToken: Secret?
+    /// How often the queue and subscription gauges of `/metrics` are read from the database.
+    public var metricsSampleInterval: Duration = .seconds(10)
     /// `ECHORELAY_BACKLOG_LIMIT`: past this many events received and not yet final, ingest
     /// answers `503` with `Retry-After` and stores nothing; nil: no limit.
     public var backlogLimit: Int?

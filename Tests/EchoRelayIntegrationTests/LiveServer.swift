@@ -45,7 +45,7 @@ struct LiveServer: Sendable {
     ) async throws {
         // A given database outlives this server, as across a restart.
         @Sendable func serve(_ database: TestDatabase) async throws {
-            let configuration = ServerConfiguration(
+            var configuration = ServerConfiguration(
                 host: "127.0.0.1", port: 0, databaseURL: Secret(database.url),
                 ingestSecrets: ingestSecrets.map(Secret.init), adminToken: Secret(adminToken),
                 secretKey: secretKey.map(Secret.init), migrateAtStart: migrate, role: role, echo: echo, delivery: delivery,
@@ -53,6 +53,8 @@ struct LiveServer: Sendable {
                 backlogSampleInterval: backlogSampleInterval, consoleSessionSweepInterval: consoleSessionSweepInterval,
                 retention: retention, pruneInterval: pruneInterval, securityEvents: securityEvents
             )
+            // The queue gauges a test scrapes are read often; the tests poll until they show.
+            configuration.metricsSampleInterval = .milliseconds(100)
             let app = try await EchoRelayServer.makeApplication(configuration, logger: logger)
             try await app.test(.live) { client in
                 try await body(LiveServer(http: HTTPTestClient(port: try #require(client.port)), database: database))

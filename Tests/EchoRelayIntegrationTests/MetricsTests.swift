@@ -35,7 +35,10 @@ import TestSupport
                       ContinuousClock.now < deadline {
                     try await Task.sleep(for: .milliseconds(100))
                 }
-                let metrics = PrometheusText(try await f.server.http.get("/metrics").text)
+                // The queue gauges are the sampler's (every 100 ms here): read once they are drained.
+                let metrics = try await Self.scrape(f.server.http) { metrics in
+                    ["verification", "delivery", "replay"].allSatisfy { metrics["echorelay_queue_depth", ["kind": $0]] == 0 }
+                }
                 #expect(metrics["echorelay_events_received_total", ["type": "token.rotated", "result": "accepted"]] == 1)
                 #expect(metrics["echorelay_events_received_total", ["type": "unknown", "result": "refused"]] == 2)
                 #expect(metrics["echorelay_verification_outcomes_total", ["outcome": "verified", "reason": "provider_confirmed"]] == 1)
@@ -81,11 +84,12 @@ import TestSupport
 
                 let admin = [("Authorization", "Bearer \(LiveServer.adminToken)")]
                 #expect(try await f.server.http.send(.POST, "/v1/subscriptions/\(id)/disable", headers: admin).status == 200)
-                let disabled = PrometheusText(try await f.server.http.get("/metrics").text)
+                let disabled = try await Self.scrape(f.server.http) { $0["echorelay_subscription_enabled", ["subscription": id]] == 0 }
                 #expect(disabled["echorelay_subscription_enabled", ["subscription": id]] == 0)
                 #expect(disabled["echorelay_subscription_auto_disabled", ["subscription": id]] == 0, "a person disabled it")
                 #expect(try await f.server.http.send(.DELETE, "/v1/subscriptions/\(id)", headers: admin).status == 204)
-                #expect(!(try await f.server.http.get("/metrics").text).contains(id), "a deleted subscription's series are gone")
+                let gone = try await Self.scrape(f.server.http) { !$0.text.contains(id) }
+                #expect(!gone.text.contains(id), "a deleted subscription's series are gone")
             }
         }
     }
@@ -95,10 +99,21 @@ import TestSupport
         try await LiveServer.run(role: .ingest) { server in
             #expect(try await server.ingest(eventBody(id: "evt_waiting", userID: "m2")).status == 202)
             try await Task.sleep(for: .milliseconds(1100))
-            let metrics = PrometheusText(try await server.http.get("/metrics").text)
+            let metrics = try await Self.scrape(server.http) { ($0["echorelay_queue_oldest_due_age_seconds", ["kind": "verification"]] ?? 0) >= 1 }
             #expect(metrics["echorelay_queue_depth", ["kind": "verification"]] == 1)
             #expect((metrics["echorelay_queue_oldest_due_age_seconds", ["kind": "verification"]] ?? 0) >= 1)
             #expect(metrics["echorelay_queue_depth", ["kind": "delivery"]] == 0)
+        }
+    }
+
+    /// Scrapes until `settled` holds (the gauges are sampled, not read at each scrape), for up
+    /// to 10 s, and returns that scrape (the last one if it never held).
+    static func scrape(_ http: HTTPTestClient, until settled: (PrometheusText) -> Bool) async throws -> PrometheusText {
+        let deadline = ContinuousClock.now + .seconds(10)
+        while true {
+            let metrics = PrometheusText(try await http.get("/metrics").text)
+            if settled(metrics) || ContinuousClock.now >= deadline { return metrics }
+            try await Task.sleep(for: .milliseconds(50))
         }
     }
 }

@@ -68,7 +68,12 @@ extension FaultTests {
                     }
                 }
                 serve.signal(SIGTERM)
-                #expect(try await serve.wait(timeout: .seconds(30)) == 0)
+                do {
+                    #expect(try await serve.wait(timeout: .seconds(30)) == 0)
+                } catch {
+                    print("FAULT formation of \(nodes) nodes: serve did not stop; its log:\n\(serve.standardError.suffix(20_000))")
+                    throw error
+                }
                 print("FAULT formation of \(nodes) nodes: \(Self.formationCycles) cycles, \(acknowledged) events acknowledged, 0 lost")
             }
         }

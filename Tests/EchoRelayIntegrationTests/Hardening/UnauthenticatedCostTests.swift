@@ -22,6 +22,8 @@ import Testing
                 $0.consoleSessionSweepInterval = .seconds(3600)
                 $0.authenticationFailureLimit = 100_000
                 $0.metricsToken = Secret("metrics-token-" + String(repeating: "k9", count: 16))
+                // The sampler reads once at start, then not within the test.
+                $0.metricsSampleInterval = .seconds(3600)
             }) { http in
                 let before = try await counter.settled()
 
@@ -41,11 +43,36 @@ import Testing
                     #expect(try await http.get("/v1/audit").status == 401)
                     #expect(try await http.get("/metrics", bearer: "wrong").status == 401)
                     #expect(try await http.get("/healthz").status == 200)
+                    #expect(try await http.get("/metrics").status == 401, "no token")
                     let console = try await http.send(.GET, "/console", headers: cookie)
                     #expect(console.status == firstConsole.status)
                 }
                 let after = try await counter.settled()
-                #expect(after == afterFirst, "\(after - afterFirst) statements for 300 requests without valid credentials")
+                #expect(after == afterFirst, "\(after - afterFirst) statements for 350 requests without valid credentials")
+            }
+        }
+    }
+
+    /// A scrape shows the gauges as the sampler last read them, and runs no statement itself.
+    @Test func scrapesRunNoStatement() async throws {
+        try await TestDatabase.withFresh { database in
+            let target = try #require(URLComponents(string: database.url)?.port)
+            let counter = try await StatementCounter(targetPort: target)
+            let url = database.url.replacingOccurrences(of: ":\(target)/", with: ":\(counter.port)/")
+            try await HardeningServer.run(databaseURL: url, configure: {
+                $0.role = .ingest
+                $0.backlogLimit = nil
+                $0.consoleSessionSweepInterval = .seconds(3600)
+                $0.metricsSampleInterval = .seconds(3600)
+            }) { http in
+                _ = try await counter.settled()
+                let before = try await counter.settled()
+                for _ in 0..<100 {
+                    let scrape = try await http.get("/metrics")
+                    #expect(scrape.status == 200 && scrape.text.contains("echorelay_queue_depth{kind=\"verification\"} 0"))
+                }
+                let after = try await counter.settled()
+                #expect(after == before, "\(after - before) statements for 100 scrapes")
             }
         }
     }
