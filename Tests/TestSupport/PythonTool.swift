@@ -5,10 +5,10 @@ import Glibc
 
 /// A Python program of `Tests/Tools` that plays the other side of a protocol on loopback: it
 /// is started as a real child process and prints the port it listens on as its first line.
-enum PythonTool {
+public enum PythonTool {
     /// Starts `script` (a file name in `Tests/Tools`) with `arguments`, and waits up to 15 s
     /// for its port. `what` names it, and `install` what it needs, in the error if it does not start.
-    static func start(_ script: String, _ arguments: [String], what: String, install: String) async throws -> (ChildProcess, Int) {
+    public static func start(_ script: String, _ arguments: [String], what: String, install: String) async throws -> (ChildProcess, Int) {
         let path = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
             .appendingPathComponent("../Tools/\(script)").standardized.path
         let child = try ChildProcess(["python3", path] + arguments, executable: URL(fileURLWithPath: "/usr/bin/env"))

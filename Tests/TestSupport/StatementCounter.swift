@@ -12,22 +12,10 @@ public final class StatementCounter: Sendable {
     private let countFile: String
 
     public init(targetPort: Int) async throws {
-        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-            .appendingPathComponent("../Tools/statement_counter.py").standardized.path
-        countFile = FileManager.default.temporaryDirectory.appendingPathComponent("statements-\(UUID().uuidString)").path
-        child = try ChildProcess(["python3", script, String(targetPort), countFile], executable: URL(fileURLWithPath: "/usr/bin/env"))
-        let deadline = ContinuousClock.now + .seconds(10)
-        while true {
-            if let line = child.standardOutput.split(separator: "\n").first, let port = Int(line) {
-                self.port = port
-                return
-            }
-            guard child.isRunning, ContinuousClock.now < deadline else {
-                child.signal(SIGKILL)
-                throw TestSetupError("the statement counter did not start: \(child.standardError)")
-            }
-            try await Task.sleep(for: .milliseconds(50))
-        }
+        let countFile = FileManager.default.temporaryDirectory.appendingPathComponent("statements-\(UUID().uuidString)").path
+        (child, port) = try await PythonTool.start("statement_counter.py", [String(targetPort), countFile],
+                                                   what: "the statement counter", install: "python3")
+        self.countFile = countFile
     }
 
     /// Statements run through the proxy so far.

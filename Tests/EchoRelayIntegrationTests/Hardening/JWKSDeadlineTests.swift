@@ -10,16 +10,9 @@ import Glibc
 /// given up on at the deadline, not held for as long as it keeps the connection open.
 @Suite struct JWKSDeadlineTests {
     @Test func aJWKSBodyThatStallsTimesOut() async throws {
-        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-            .appendingPathComponent("../../Tools/stalling_http.py").standardized.path
-        let server = try ChildProcess(["python3", script], executable: URL(fileURLWithPath: "/usr/bin/env"))
+        let (server, port) = try await PythonTool.start("stalling_http.py", [], what: "the stalling HTTP server", install: "python3")
         defer { server.signal(SIGKILL) }
-        var port: Int?
-        for _ in 0..<100 where port == nil {
-            port = server.standardOutput.split(separator: "\n").first.flatMap { Int($0) }
-            if port == nil { try await Task.sleep(for: .milliseconds(50)) }
-        }
-        let fetch = JWKSFetch.from("http://127.0.0.1:\(try #require(port))/jwks.json", within: .seconds(1))
+        let fetch = JWKSFetch.from("http://127.0.0.1:\(port)/jwks.json", within: .seconds(1))
         let started = ContinuousClock.now
         do {
             _ = try await fetch()
