@@ -10,14 +10,12 @@ import Logging
 /// Only SHA-256 digests of tokens are held or looked up. The environment token is compared
 /// digest to digest in constant time and never costs a database query; stored tokens are
 /// found by their digest, and only text shaped like a token (`er_…`) is looked up at all. A
-/// digest that matched nothing is refused without a lookup for a while after (`unknown`):
-/// tokens are random and made only by EchoRelay, so it cannot become valid in the meantime.
+/// digest that matched nothing is refused without a lookup for a while after (`RecentMisses`).
 public struct BearerAuthorizer: Sendable {
     private let adminTokenHash: SHA256.Digest?
     private let tokens: (any AccessTokenStore)?
     private let logger: Logger
-    private let unknown = BoundedCache<[UInt8], Bool>(capacity: 10_000)
-    static let unknownFor: Duration = .seconds(300)
+    private let unknown = RecentMisses()
 
     /// - Parameters:
     ///   - adminToken: `ECHORELAY_ADMIN_TOKEN`, an admin that needs no database row.
@@ -32,6 +30,11 @@ public struct BearerAuthorizer: Sendable {
     /// Who the request is from. 401 (problem+json, `WWW-Authenticate: Bearer`) unless it
     /// carries a valid, unrevoked token; 503 if the token store cannot be reached.
     func authenticate(_ request: Request) async throws(Problem) -> Principal {
+        try await authenticate(token: try Self.presentedToken(request))
+    }
+
+    /// The token of `Authorization: Bearer <token>`: 401 without one.
+    static func presentedToken(_ request: Request) throws(Problem) -> String {
         guard let header = request.headers[.authorization] else {
             throw .unauthorized("an Authorization: Bearer token is required")
         }
@@ -39,7 +42,7 @@ public struct BearerAuthorizer: Sendable {
         guard parts.count == 2, parts[0].lowercased() == "bearer" else {
             throw .unauthorized("the Authorization header must be \"Bearer <token>\"")
         }
-        return try await authenticate(token: parts[1].trimmingCharacters(in: .whitespaces))
+        return parts[1].trimmingCharacters(in: .whitespaces)
     }
 
     /// Whose token this is (the console's sign-in form presents one): 401 unless it is
@@ -53,8 +56,7 @@ public struct BearerAuthorizer: Sendable {
             throw .unauthorized("the bearer token is not valid")
         }
         let digest = Array(presented)
-        let now = ContinuousClock.now
-        if unknown.value(for: digest, now: now) != nil { throw .unauthorized("the bearer token is not valid") }
+        if unknown.contains(digest) { throw .unauthorized("the bearer token is not valid") }
         let principal: Principal?
         do {
             principal = try await tokens.principal(forTokenHash: digest)
@@ -66,7 +68,7 @@ public struct BearerAuthorizer: Sendable {
             throw .internalError
         }
         guard let principal else {
-            unknown.set(true, for: digest, expires: now + Self.unknownFor, now: now)
+            unknown.record(digest)
             throw .unauthorized("the bearer token is not valid")
         }
         return principal

@@ -34,9 +34,8 @@ struct MetricsController<Context: RequestContext>: Sendable {
     /// Digests compared in constant time (swift-crypto), so the time says nothing of the token.
     private func authorize(_ request: Request) throws {
         guard let tokenDigest else { return }
-        let parts = request.headers[.authorization]?.split(separator: " ", maxSplits: 1)
-        guard let parts, parts.count == 2, parts[0].lowercased() == "bearer",
-              SHA256.hash(data: Data(parts[1].trimmingCharacters(in: .whitespaces).utf8)) == tokenDigest else {
+        let token = try? BearerAuthorizer.presentedToken(request)
+        guard let token, SHA256.hash(data: Data(token.utf8)) == tokenDigest else {
             throw Problem.unauthorized("GET /metrics needs Authorization: Bearer with ECHORELAY_METRICS_TOKEN")
         }
     }

@@ -18,18 +18,16 @@ struct ConsoleSessions: Sendable {
     let store: any ConsoleSessionStore
     let authorizer: BearerAuthorizer
     let now: @Sendable () -> Date
-    /// Keys that matched no session, refused for a while without a lookup: keys are random
-    /// and made only here, so an unknown one cannot become a session.
-    private let unknown = BoundedCache<[UInt8], Bool>(capacity: 10_000)
+    /// Keys that matched no session, refused for a while without a lookup.
+    private let unknown = RecentMisses()
 
     /// The request's session, or nil when it has none, or an unknown, expired or revoked one.
     func current(_ request: Request) async throws -> ConsoleSession? {
         guard let key = request.cookies[Self.cookieName]?.value, !key.isEmpty else { return nil }
         let keyHash = AccessTokenText.hash(key)
-        let now = ContinuousClock.now
-        guard unknown.value(for: keyHash, now: now) == nil else { return nil }
+        guard !unknown.contains(keyHash) else { return nil }
         guard let session = try await store.consoleSession(keyHash: keyHash) else {
-            unknown.set(true, for: keyHash, expires: now + BearerAuthorizer.unknownFor, now: now)
+            unknown.record(keyHash)
             return nil
         }
         // A stored token's session ends with its revocation (the store's lookup); one of
