@@ -74,6 +74,12 @@ public final class DatabaseClient: Service, Sendable {
         var search: Task<Int, any Error>?
         /// The last failed search: its answer, and until when it stands.
         var failed: (error: StoreError, until: ContinuousClock.Instant)?
+        /// What is known of the host in use, for `/readyz` (`HostWatch`), and how many times
+        /// it was said.
+        var health = HostHealth.unknown {
+            didSet { healthChanges += 1 }
+        }
+        var healthChanges = 0
     }
 
     let state: Mutex<State>
@@ -164,6 +170,7 @@ public final class DatabaseClient: Service, Sendable {
                 state.monitorsRunning[index] = Task { await monitor.run() }
             }
         }
+        let watch = Task { await self.watchHostInUse() }
         await cancelWhenGracefulShutdown {
             while !Task.isCancelled {
                 try? await Task.sleep(for: self.checkInterval)
@@ -173,6 +180,9 @@ public final class DatabaseClient: Service, Sendable {
                 if self.checksHosts { await self.checkChosenHost() }
             }
         }
+        // Its connection goes back to the pool before the pools close.
+        watch.cancel()
+        await watch.value
         let (running, unanswered) = state.withLock { state in
             state.stopped = true
             defer { state.unanswered = [:] }
@@ -213,6 +223,15 @@ public final class DatabaseClient: Service, Sendable {
         isolation: isolated (any Actor)? = #isolation,
         _ closure: (PostgresConnection) async throws -> sending Result
     ) async throws -> sending Result {
+        try await withConnection(limit: limit, isolation: isolation) { connection, _, _ in try await closure(connection) }
+    }
+
+    /// `withConnection`, telling `closure` also which host's pool lent the connection.
+    func withConnection<Result>(
+        limit: Duration? = nil,
+        isolation: isolated (any Actor)? = #isolation,
+        _ closure: (PostgresConnection, _ host: Int, _ pool: PostgresClient) async throws -> sending Result
+    ) async throws -> sending Result {
         let (index, client) = try await host()
         do {
             return try await client.withConnection(isolation: isolation) { connection in
@@ -223,7 +242,7 @@ public final class DatabaseClient: Service, Sendable {
                 // stuck on a server that stopped answering fails instead of waiting forever.
                 let lease = try leased(connection, from: index, client, limit: limit)
                 defer { released(lease) }
-                return try await closure(connection)
+                return try await closure(connection, index, client)
             }
         } catch {
             throw failed(index, client, error)
@@ -344,6 +363,7 @@ public final class DatabaseClient: Service, Sendable {
                     state.chosen = index
                     state.search = nil
                     state.failed = nil
+                    state.health = .answering
                     return warmUp(index, &state)
                 }
                 cold?.cancel()
@@ -359,6 +379,7 @@ public final class DatabaseClient: Service, Sendable {
         state.withLock { state in
             state.search = nil
             state.failed = (error, ContinuousClock.now + retryInterval)
+            state.health = .unreachable(error.description)
         }
         logger.warning("no database host will do", metadata: ["db.hosts": "\(findings.joined(separator: "; "))"])
         throw error
@@ -452,6 +473,7 @@ public final class DatabaseClient: Service, Sendable {
                 state.running[index] = Task { await fresh.run() }
             }
             if state.chosen == index, checksHosts { state.chosen = nil }
+            if retired != nil { state.health = .unreachable("\(names[index]) was dropped: \(reason)") }
             return (retired, stuck)
         }
         // Said before it is done: a caller whose statement fails as its connection closes

@@ -23,6 +23,8 @@ public struct PostgresEventStore: EventStore {
     /// Each caller brings a group of attempts (those of one event's deliveries that went out
     /// together), which is never split between commits.
     let attempts: GroupCommit<[RecordedAttempt], [Result<FinishedWork, any Error>]>
+    /// What `/readyz` last learned of the migrations.
+    let migrationsReadiness = RememberedReadiness()
 
     /// - ingestWait: how long an ingest waits for its commit before `TimeoutError` (a 503:
     ///   nothing stored, the provider retries): a database that does not answer is an outage,
@@ -220,16 +222,21 @@ public struct PostgresEventStore: EventStore {
             """, StoredEvent.init(row:)).first
     }
 
+    /// From what the client knows of its host and what was last learned of the migrations:
+    /// no statement once both are known good (`HostWatch`, `RememberedReadiness`).
     public func readiness() async -> Readiness {
-        do {
-            let migrator = Migrator(client: client, logger: logger)
-            // A database that does not answer within the limit is as good as down.
-            let pending = try await withTimeout(.seconds(3)) { try await migrator.pending() }
-            return pending.isEmpty ? .ready : .notReady("migrations pending: \(pending.map(String.init).joined(separator: ", "))")
-        } catch let error as MigrationError {
-            return .notReady(error.description)
-        } catch {
-            return .notReady("database unreachable")
+        if case .unreachable(let reason) = client.health { return .notReady("database unreachable: \(reason)") }
+        return await migrationsReadiness.readiness { [client, logger] in
+            do {
+                let migrator = Migrator(client: client, logger: logger)
+                // A database that does not answer within the limit is as good as down.
+                let pending = try await withTimeout(.seconds(3)) { try await migrator.pending() }
+                return pending.isEmpty ? .ready : .notReady("migrations pending: \(pending.map(String.init).joined(separator: ", "))")
+            } catch let error as MigrationError {
+                return .notReady(error.description)
+            } catch {
+                return .notReady("database unreachable")
+            }
         }
     }
 

@@ -18,6 +18,8 @@ public final class SQLiteEventStore: EchoRelayStore {
     private let ingests: GroupCommit<IncomingEvent, IngestReceipt>
     /// Verification outcomes finished at about the same time share one transaction: see `finishVerification`.
     let finishes: GroupCommit<VerificationFinish, Bool>
+    /// What `/readyz` last learned of the migrations.
+    let migrationsReadiness = RememberedReadiness()
 
     private init(session: SQLiteSession, path: String, logger: Logger, sealer: SecretSealer?, metrics: RelayMetrics, ingestWait: Duration) {
         self.session = session
@@ -220,15 +222,18 @@ extension SQLiteEventStore {
         }
     }
 
+    /// No statement once the migrations are known applied (`RememberedReadiness`).
     public func readiness() async -> Readiness {
         if session.isClosed { return .notReady("the embedded SQLite store is closed") }
-        do {
-            let pending = try await pendingMigrations()
-            return pending.isEmpty ? .ready : .notReady("migrations pending: \(pending.map(String.init).joined(separator: ", "))")
-        } catch let error as MigrationError {
-            return .notReady(error.description)
-        } catch {
-            return .notReady("database unreachable")
+        return await migrationsReadiness.readiness { [self] in
+            do {
+                let pending = try await pendingMigrations()
+                return pending.isEmpty ? .ready : .notReady("migrations pending: \(pending.map(String.init).joined(separator: ", "))")
+            } catch let error as MigrationError {
+                return .notReady(error.description)
+            } catch {
+                return .notReady("database unreachable")
+            }
         }
     }
 
