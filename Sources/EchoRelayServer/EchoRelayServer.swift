@@ -320,7 +320,7 @@ extension DeliveryWorkerConfiguration {
         allowPrivateSubscribers = configuration.delivery.allowPrivateSubscribers
         privateSubscribers = configuration.delivery.privateSubscribers
         subscriberCAFile = configuration.delivery.subscriberCAFile
-        resolve = configuration.delivery.resolveSubscriber
+        nameLookups = configuration.delivery.nameLookups
         siblingLinger = configuration.delivery.siblingLinger
     }
 }

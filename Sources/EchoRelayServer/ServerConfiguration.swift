@@ -245,9 +245,9 @@ public struct DeliveryConfiguration: Sendable {
     /// A PEM file of certificate authorities trusted for subscribers' TLS besides the system's
     /// (`ECHORELAY_SUBSCRIBER_CA_FILE`).
     public var subscriberCAFile: String?
-    /// How subscribers' hosts are resolved and checked; nil: the system's resolver. Not a
-    /// setting: tests give a resolver whose answers they choose.
-    public var resolveSubscriber: (@Sendable (String) async -> AddressChecks.Check)?
+    /// Where subscribers' names are looked up (the process's threads for it). Not a setting:
+    /// tests give look-ups whose answers they choose.
+    public var nameLookups: NameLookups
     public var concurrency: Int
     public var perSubscriptionConcurrency: Int
     /// Replayed deliveries a bulk replay creates per second (`ECHORELAY_REPLAY_RATE`).
@@ -261,13 +261,13 @@ public struct DeliveryConfiguration: Sendable {
         retrySchedule: [Duration] = DeliveryRetryPolicy.defaultSchedule,
         disableAfter: Duration = .seconds(5 * 86_400), allowPrivateSubscribers: Bool = false,
         privateSubscribers: PrivateSubscriberAllowList = .none, subscriberCAFile: String? = nil,
-        resolveSubscriber: (@Sendable (String) async -> AddressChecks.Check)? = nil, concurrency: Int = 64,
+        nameLookups: NameLookups = .system, concurrency: Int = 64,
         perSubscriptionConcurrency: Int = DeliveryWorkerConfiguration().perSubscriptionConcurrency,
         replayRate: Int = 50, siblingLinger: Duration = .milliseconds(20)
     ) {
         self.privateSubscribers = privateSubscribers
         self.subscriberCAFile = subscriberCAFile
-        self.resolveSubscriber = resolveSubscriber
+        self.nameLookups = nameLookups
         self.replayRate = replayRate
         self.siblingLinger = siblingLinger
         self.timeout = timeout

@@ -43,10 +43,11 @@ public struct AddressChecks: Sendable {
 
 extension AddressChecks {
     /// The checks the delivery settings ask for: private subscribers refused but for the allow
-    /// list, resolved by `configuration.resolve` (the system's resolver unless a test gives one).
+    /// list, names looked up on `configuration.nameLookups`.
     init(_ configuration: DeliveryWorkerConfiguration) {
-        self.init(policy: SubscriberURLPolicy(allowPrivate: false, allowList: configuration.privateSubscribers),
-                  resolve: configuration.resolve)
+        let policy = SubscriberURLPolicy(allowPrivate: false, allowList: configuration.privateSubscribers)
+        let lookUps = configuration.nameLookups
+        self.init(policy: policy, resolve: { host in await AddressResolver.check(host: host, policy: policy, lookUps: lookUps) })
     }
 
     /// What a webhook to `url` may do: connect to the checked address, or be recorded as

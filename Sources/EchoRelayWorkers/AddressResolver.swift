@@ -1,6 +1,5 @@
 import EchoRelayCore
 import Foundation
-import Synchronization
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -19,11 +18,11 @@ public enum AddressResolver {
     /// How long a look-up may take before the delivery counts it as a DNS failure.
     public static let defaultTimeout: Duration = .seconds(10)
 
-    /// Resolves host (or parses it if it is an IP literal) off the caller's thread and checks
+    /// Resolves host (or parses it if it is an IP literal) on `lookUps`' threads and checks
     /// every address with the policy. Fails if the name does not resolve, or if any address is
     /// refused: an attacker's DNS server may mix a public address with a private one.
     public static func check(
-        host: String, policy: SubscriberURLPolicy, timeout: Duration = defaultTimeout
+        host: String, policy: SubscriberURLPolicy, timeout: Duration = defaultTimeout, lookUps: NameLookups = .system
     ) async -> Result<[IPAddress], SubscriberURLProblem> {
         if let literal = IPAddress.parse(host) {
             if let problem = policy.refusal(for: literal) { return .failure(problem) }
@@ -38,7 +37,7 @@ public enum AddressResolver {
         }
         guard isResolvableName(name) else { return .failure(SubscriberURLProblem("has an invalid host name")) }
 
-        switch await lookUp(name, timeout: timeout) {
+        switch await lookUps.lookUp(name, timeout: timeout) {
         case .addresses(let addresses):
             guard !addresses.isEmpty else { return .failure(SubscriberURLProblem("does not resolve")) }
             // A host on ECHORELAY_PRIVATE_SUBSCRIBERS is trusted wherever it points.
@@ -70,65 +69,16 @@ public enum AddressResolver {
         }
     }
 
-    enum LookUp: Sendable {
+    /// What a look-up of a name came to (`NameLookups`).
+    public enum LookUp: Sendable, Equatable {
         case addresses([IPAddress])
         case failed(String)
         case timedOut
         case cancelled
     }
 
-    /// getaddrinfo blocks, so it runs on a Dispatch worker thread rather than on the Swift
-    /// concurrency pool; the caller stops waiting on timeout or cancellation (the thread then
-    /// finishes the look-up and its answer is dropped).
-    static func lookUp(_ name: String, timeout: Duration) async -> LookUp {
-        let completion = Completion()
-        return await withTaskCancellationHandler {
-            await withCheckedContinuation { continuation in
-                guard completion.arm(continuation) else { return }
-                DispatchQueue.global().async { completion.finish(blockingLookUp(name)) }
-                let (seconds, attoseconds) = timeout.components
-                let delay = Double(seconds) + Double(attoseconds) * 1e-18
-                DispatchQueue.global().asyncAfter(deadline: .now() + delay) { completion.finish(.timedOut) }
-            }
-        } onCancel: {
-            completion.finish(.cancelled)
-        }
-    }
-
-    /// Resumes the waiting task exactly once, with whichever of answer, timeout or cancellation
-    /// comes first.
-    private final class Completion: Sendable {
-        private enum State {
-            case idle
-            case waiting(CheckedContinuation<LookUp, Never>)
-            case finished
-        }
-
-        private let state = Mutex<State>(.idle)
-
-        /// Registers the continuation; `false` (after resuming it) if the task was already cancelled.
-        func arm(_ continuation: CheckedContinuation<LookUp, Never>) -> Bool {
-            let armed = state.withLock { state in
-                guard case .idle = state else { return false }
-                state = .waiting(continuation)
-                return true
-            }
-            if !armed { continuation.resume(returning: .cancelled) }
-            return armed
-        }
-
-        func finish(_ outcome: LookUp) {
-            let continuation = state.withLock { state -> CheckedContinuation<LookUp, Never>? in
-                defer { state = .finished }
-                guard case .waiting(let continuation) = state else { return nil }
-                return continuation
-            }
-            continuation?.resume(returning: outcome)
-        }
-    }
-
     /// Every IPv4 and IPv6 address of a name, in the resolver's order without repeats.
-    static func blockingLookUp(_ name: String) -> LookUp {
+    public static func blockingLookUp(_ name: String) -> LookUp {
         var hints = addrinfo()
         hints.ai_family = AF_UNSPEC
         #if canImport(Glibc) || canImport(Musl)

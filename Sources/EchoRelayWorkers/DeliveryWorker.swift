@@ -31,9 +31,9 @@ public struct DeliveryWorkerConfiguration: Sendable {
     /// Certificate authorities trusted for subscribers' TLS besides the system's
     /// (`ECHORELAY_SUBSCRIBER_CA_FILE`: an internal network's CA).
     public var subscriberCAFile: String?
-    /// How a subscriber's host is resolved and checked; nil: the system's resolver
-    /// (`AddressResolver`). Tests give a resolver whose answers they choose.
-    public var resolve: (@Sendable (String) async -> AddressChecks.Check)?
+    /// Where subscribers' names are looked up before their addresses are checked
+    /// (`AddressResolver`): the process's threads for it, unless a test gives its own.
+    public var nameLookups = NameLookups.system
     /// How long a finished delivery's attempt waits for those of its event's other deliveries
     /// that went out with it, to be written in the same commit (`SiblingAttempts`).
     public var siblingLinger: Duration = .milliseconds(20)

@@ -164,16 +164,11 @@ import TestSupport
         defer { inside.signal(SIGKILL) }
 
         let allowList = try PrivateSubscriberAllowList(parsing: "127.0.0.2")
-        let policy = SubscriberURLPolicy(allowPrivate: false, allowList: allowList)
         let answers = Answers([.v4(0x7F00_0002)])
+        let lookUps = NameLookups(threads: 1) { _ in .addresses(answers.current) }
         let delivery = DeliveryConfiguration(
             timeout: .seconds(5), retrySchedule: [.seconds(60)], privateSubscribers: allowList,
-            subscriberCAFile: folder.appendingPathComponent("ca.pem").path,
-            resolveSubscriber: { _ in
-                let addresses = answers.current
-                for address in addresses { if let refused = policy.refusal(for: address) { return .failure(refused) } }
-                return .success(addresses)
-            }
+            subscriberCAFile: folder.appendingPathComponent("ca.pem").path, nameLookups: lookUps
         )
         try await EchoFixture.run(delivery: delivery) { f in
             _ = try await f.subscribe(url: "https://hooks.example.com:\(port)/hook")
@@ -200,5 +195,6 @@ import TestSupport
             #expect(Self.requests(inside).isEmpty, "nothing reached the loopback address")
             #expect(Self.requests(allowed).count == 1)
         }
+        try await lookUps.shutdown()
     }
 }
