@@ -7,15 +7,18 @@ import Logging
 /// Counts failed authentications (a `401` to a request with a bearer token, or a refused
 /// console sign-in) per client address, and answers `429` with `Retry-After` to the next
 /// attempts from an address past `ECHORELAY_AUTH_FAILURE_LIMIT` in a minute, before the
-/// credential is looked at. Requests without a credential are not counted or stopped.
+/// credential is looked at. Requests without a credential are not counted or stopped, nor
+/// are those to operations that take no bearer token (the health checks, ingest, which is
+/// signed): a stray `Authorization` header there is no attempt.
 struct AuthenticationThrottleMiddleware: RouterMiddleware {
     typealias Context = EchoRelayRequestContext
     let throttle: AuthenticationThrottle
+    let paths: DocumentedPaths
     let addresses: ClientAddressRule
     let metrics: RelayMetrics
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        guard let kind = Self.attempt(request) else { return try await next(request, context) }
+        guard let kind = attempt(request) else { return try await next(request, context) }
         let address = addresses.address(of: request, peer: context.channel.remoteAddress)
         if let wait = throttle.refusal(for: address) {
             metrics.authenticationThrottled(kind: kind)
@@ -40,8 +43,9 @@ struct AuthenticationThrottleMiddleware: RouterMiddleware {
     }
 
     /// `bearer` or `console` for a request that presents a credential; nil for any other.
-    static func attempt(_ request: Request) -> String? {
+    func attempt(_ request: Request) -> String? {
         if request.method == .post && request.uri.path == "/console/sign-in" { return "console" }
+        if paths.takesNoBearerToken(request.method.rawValue, request.uri.path) { return nil }
         if let header = request.headers[.authorization], header.lowercased().hasPrefix("bearer") { return "bearer" }
         return nil
     }

@@ -82,11 +82,12 @@ public struct HTTPDependencies: Sendable {
 public func buildRouter(servesAPI: Bool = true, _ dependencies: HTTPDependencies) -> Router<EchoRelayRequestContext> {
     let router = Router(context: EchoRelayRequestContext.self)
     router.add(middleware: ProblemMiddleware())
+    let paths = DocumentedPaths(document: OpenAPIController<EchoRelayRequestContext>.document)
     if servesAPI {
-        router.add(middleware: MethodNotAllowedMiddleware(paths: DocumentedPaths(document: OpenAPIController<EchoRelayRequestContext>.document)))
+        router.add(middleware: MethodNotAllowedMiddleware(paths: paths))
     }
     router.add(middleware: RequestBodyMiddleware(timeout: dependencies.requestTimeout))
-    router.add(middleware: AuthenticationThrottleMiddleware(throttle: dependencies.authenticationThrottle,
+    router.add(middleware: AuthenticationThrottleMiddleware(throttle: dependencies.authenticationThrottle, paths: paths,
                                                             addresses: dependencies.clientAddresses, metrics: dependencies.metrics))
     if dependencies.durability == .standby { router.add(middleware: DurableAnswerMiddleware(store: dependencies.store)) }
     HealthController(store: dependencies.store).addRoutes(to: router)

@@ -83,6 +83,9 @@ import Testing
         #expect(Self.reason("https://" + String(repeating: "a", count: 64) + ".example.com/")
             == "has an invalid host name (empty or over-long label)")
         #expect(Self.reason("https://" + String(repeating: "a", count: 63) + ".example.com/") == nil)
+        let label = String(repeating: "a", count: 63)
+        #expect(Self.reason("https://\(label).\(label).\(label).\(label).com/")
+            == "has an invalid host name (longer than 253 characters)", "four labels of 63, none over-long")
     }
 
     // MARK: Refused address literals

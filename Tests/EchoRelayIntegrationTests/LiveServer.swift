@@ -41,6 +41,7 @@ struct LiveServer: Sendable {
         backlogLimit: Int? = ServerConfiguration.defaultBacklogLimit, backlogSampleInterval: Duration = .milliseconds(500),
         consoleSessionSweepInterval: Duration = .seconds(300), securityEvents: SecurityEventReceiverSettings? = nil,
         retention: RetentionPolicy = .defaults, pruneInterval: Duration = .seconds(600),
+        authenticationFailureLimit: Int? = nil,
         logger: Logger = TestLogger.quiet, database: TestDatabase? = nil, _ body: @Sendable (LiveServer) async throws -> Void
     ) async throws {
         // A given database outlives this server, as across a restart.
@@ -55,6 +56,7 @@ struct LiveServer: Sendable {
             )
             // The queue gauges a test scrapes are read often; the tests poll until they show.
             configuration.metricsSampleInterval = .milliseconds(100)
+            if let authenticationFailureLimit { configuration.authenticationFailureLimit = authenticationFailureLimit }
             let app = try await EchoRelayServer.makeApplication(configuration, logger: logger)
             try await app.test(.live) { client in
                 try await body(LiveServer(http: HTTPTestClient(port: try #require(client.port)), database: database))

@@ -111,7 +111,8 @@ public struct SubscriberURLPolicy: Sendable {
         }
 
         let labels = host.split(separator: ".", omittingEmptySubsequences: false)
-        guard host.utf8.count <= 253, labels.allSatisfy({ (1...63).contains($0.utf8.count) }) else {
+        guard host.utf8.count <= 253 else { return fail("has an invalid host name (longer than 253 characters)") }
+        guard labels.allSatisfy({ (1...63).contains($0.utf8.count) }) else {
             return fail("has an invalid host name (empty or over-long label)")
         }
         guard labels.allSatisfy({ $0.utf8.allSatisfy(Self.isHostNameByte) }) else {

@@ -60,11 +60,16 @@ public struct SubscriptionPage: Sendable {
 
 extension SubscriptionPage {
     /// The `seq` a listing goes on after: the one its cursor names, or 0 for the first page.
-    /// A cursor is `s:` and a `seq`, in base64.
+    /// A cursor is a `seq` in decimal, as the other listings' are (the document's `Cursor`).
+    /// The base64 of `s:` and a `seq` that earlier versions gave is still read, so that a
+    /// listing paged across an upgrade goes on.
     public static func seq(after cursor: String?) throws(SubscriptionCursorError) -> Int64 {
         guard let cursor else { return 0 }
+        if (1...18).contains(cursor.utf8.count), cursor.utf8.allSatisfy({ (0x30...0x39).contains($0) }), cursor.first != "0" {
+            return Int64(cursor)!
+        }
         guard let data = Data(base64Encoded: cursor), let text = String(data: data, encoding: .utf8),
-              text.hasPrefix("s:"), let seq = Int64(text.dropFirst(2)) else { throw .invalid }
+              text.hasPrefix("s:"), let seq = Int64(text.dropFirst(2)), seq > 0 else { throw .invalid }
         return seq
     }
 
@@ -75,7 +80,7 @@ extension SubscriptionPage {
         let page = try rows.map { (try Subscription(row: $0), seq: try $0.int64(12)) }
         let items = page.prefix(limit)
         self.init(subscriptions: items.map(\.0),
-                  nextCursor: page.count > limit ? items.last.map { Data("s:\($0.seq)".utf8).base64EncodedString() } : nil)
+                  nextCursor: page.count > limit ? items.last.map { String($0.seq) } : nil)
     }
 }
 

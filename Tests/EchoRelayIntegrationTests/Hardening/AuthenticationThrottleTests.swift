@@ -26,9 +26,17 @@ import Testing
                 #expect((1...60).contains(wait), "Retry-After: \(wait)")
                 #expect((throttled.json?["type"] as? String) == "urn:echorelay:problem:too-many-authentication-failures")
 
-                // Requests without a credential are neither counted nor stopped.
+                // Requests without a credential are neither counted nor stopped, nor are those
+                // to operations that take no bearer token, whatever header they carry.
                 #expect(try await http.get("/healthz").status == 200)
                 #expect(try await http.get("/v1/subscriptions").status == 401)
+                for path in ["/", "/healthz", "/readyz", "/openapi.yaml"] {
+                    #expect(try await http.get(path, bearer: Self.wrongToken).status == 200, "\(path)")
+                }
+                let event = eventBody(id: "evt_with_a_stray_bearer")
+                var headers = try EventSigner(secret: LiveServer.ingestSecret).headers(for: event)
+                headers.append(("Authorization", "Bearer \(Self.wrongToken)"))
+                #expect(try await http.send(.POST, "/v1/events", headers: headers, body: event).status == 202, "signed ingest is no bearer attempt")
 
                 let metrics = String(decoding: try await http.get("/metrics").body, as: UTF8.self)
                 #expect(metrics.contains(#"echorelay_authentication_failures_total{kind="bearer",result="failed"} 3"#), "\(metrics)")
