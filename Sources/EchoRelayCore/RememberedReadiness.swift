@@ -40,6 +40,14 @@ public final class RememberedReadiness: Sendable {
         return await asking.value
     }
 
+    /// Drops what was learned, so the next probe asks: for a store that has just migrated.
+    public func forget() {
+        state.withLock { state in
+            state.current = false
+            state.last = nil
+        }
+    }
+
     private func remember(_ answer: Readiness) {
         state.withLock { state in
             state.asking = nil

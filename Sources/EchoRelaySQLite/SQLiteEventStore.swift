@@ -97,7 +97,8 @@ public final class SQLiteEventStore: EchoRelayStore {
     /// migrator does.
     @discardableResult
     public func migrate(_ migrations: [Migration] = Migration.sqlite) async throws -> [Int] {
-        try await session.read { db in try await SQLiteMigrator(migrations: migrations, logger: logger).migrate(db) }
+        defer { migrationsReadiness.forget() }
+        return try await session.read { db in try await SQLiteMigrator(migrations: migrations, logger: logger).migrate(db) }
     }
 
     /// The versions not applied yet. Throws `MigrationError` if an applied one was edited.
