@@ -41,15 +41,20 @@ import TestSupport
         }
     }
 
-    @Test func concurrentLookUpsOfOneNameShareOneLookUp() async throws {
-        let resolver = HeldResolver { _ in true }
-        let lookUps = NameLookups(threads: 4, resolve: resolver.lookUp)
-        let answers = Task {
+    /// Every name in `names` looked up at once, each by a caller of its own.
+    static func lookingUp(_ names: [String], on lookUps: NameLookups) -> Task<[AddressResolver.LookUp], Never> {
+        Task {
             await withTaskGroup(of: AddressResolver.LookUp.self) { group in
-                for _ in 0..<30 { group.addTask { await lookUps.lookUp("hooks.example", timeout: .seconds(60)) } }
+                for name in names { group.addTask { await lookUps.lookUp(name, timeout: .seconds(60)) } }
                 return await group.reduce(into: []) { $0.append($1) }
             }
         }
+    }
+
+    @Test func concurrentLookUpsOfOneNameShareOneLookUp() async throws {
+        let resolver = HeldResolver { _ in true }
+        let lookUps = NameLookups(threads: 4, resolve: resolver.lookUp)
+        let answers = Self.lookingUp(Array(repeating: "hooks.example", count: 30), on: lookUps)
         try await waitUntil(within: .seconds(10), "the first look-up") { !resolver.asked.isEmpty }
         try await Task.sleep(for: .milliseconds(200))  // the other 29 callers ask meanwhile
         resolver.release()
@@ -62,12 +67,7 @@ import TestSupport
     @Test func noMoreNamesAreLookedUpAtOnceThanThereAreThreads() async throws {
         let resolver = HeldResolver { _ in true }
         let lookUps = NameLookups(threads: 3, resolve: resolver.lookUp)
-        let answers = Task {
-            await withTaskGroup(of: AddressResolver.LookUp.self) { group in
-                for index in 0..<10 { group.addTask { await lookUps.lookUp("n\(index).example", timeout: .seconds(60)) } }
-                return await group.reduce(into: []) { $0.append($1) }
-            }
-        }
+        let answers = Self.lookingUp((0..<10).map { "n\($0).example" }, on: lookUps)
         try await waitUntil(within: .seconds(10), "three look-ups under way") { resolver.inside == 3 }
         try await Task.sleep(for: .milliseconds(300))  // time for a fourth thread, were there one
         #expect(resolver.inside == 3)
@@ -81,12 +81,7 @@ import TestSupport
     @Test func aNameThatHangsDoesNotHoldUpOtherNames() async throws {
         let resolver = HeldResolver { $0 == "slow.example" }
         let lookUps = NameLookups(threads: 2, resolve: resolver.lookUp)
-        let slow = Task {
-            await withTaskGroup(of: AddressResolver.LookUp.self) { group in
-                for _ in 0..<20 { group.addTask { await lookUps.lookUp("slow.example", timeout: .seconds(60)) } }
-                return await group.reduce(into: []) { $0.append($1) }
-            }
-        }
+        let slow = Self.lookingUp(Array(repeating: "slow.example", count: 20), on: lookUps)
         try await waitUntil(within: .seconds(10), "the slow look-up") { resolver.inside == 1 }
         for index in 0..<5 {
             // Each answered while the slow one still hangs: a caller stuck behind it would time out.
