@@ -16,7 +16,9 @@ import PostgresNIO
 ///
 /// Logical replication's senders (and `pg_basebackup`'s) do not count: they keep no copy of the
 /// WAL. Seeing the standbys' positions needs `pg_monitor` (or `pg_read_all_stats`); without it
-/// PostgreSQL shows them as null, and this says so rather than waiting.
+/// PostgreSQL shows every column but the sender's pid as null, and this says so rather than
+/// waiting. A standby the role can see whose `flush_lsn` is still null (one that has just
+/// connected and not reported yet) is behind, and waited for.
 struct StandbyConfirmation: Sendable {
     /// How long a commit may wait for a standby that is connected but behind. With none
     /// connected, it fails at once.
@@ -25,10 +27,10 @@ struct StandbyConfirmation: Sendable {
     private static let look: PostgresQuery = """
         WITH target AS (SELECT pg_current_wal_insert_lsn() AS lsn),
              standbys AS (
-                 SELECT r.pid, r.flush_lsn FROM pg_stat_replication r
+                 SELECT r.pid, r.state, r.flush_lsn FROM pg_stat_replication r
                  WHERE (r.state IN ('streaming', 'catchup') OR r.state IS NULL)  -- null: hidden from this role
                    AND NOT EXISTS (SELECT 1 FROM pg_replication_slots s WHERE s.active_pid = r.pid AND s.slot_type = 'logical'))
-        SELECT target.lsn::text, count(standbys.pid), count(standbys.flush_lsn), coalesce(bool_or(standbys.flush_lsn >= target.lsn), false)
+        SELECT target.lsn::text, count(standbys.pid), count(standbys.state), coalesce(bool_or(standbys.flush_lsn >= target.lsn), false)
         FROM target LEFT JOIN standbys ON true GROUP BY target.lsn
         """
 
@@ -84,7 +86,7 @@ struct StandbyConfirmation: Sendable {
 
     private static func again(_ target: String, on connection: PostgresConnection, logger: Logger) async throws -> State {
         let query: PostgresQuery = """
-            SELECT count(*), count(r.flush_lsn), coalesce(bool_or(r.flush_lsn >= \(target)::pg_lsn), false)
+            SELECT count(*), count(r.state), coalesce(bool_or(r.flush_lsn >= \(target)::pg_lsn), false)
             FROM pg_stat_replication r
             WHERE (r.state IN ('streaming', 'catchup') OR r.state IS NULL)  -- null: hidden from this role
               AND NOT EXISTS (SELECT 1 FROM pg_replication_slots s WHERE s.active_pid = r.pid AND s.slot_type = 'logical')
