@@ -89,10 +89,13 @@ extension DatabaseClient {
     /// from was retired (`drop` said why), or, for a connection never had, someone else (a
     /// search that chose a host while this try waited) said more since the try began.
     private func markUnreachable(_ outcome: (reason: String, failed: Bool, pool: ObjectIdentifier?), unlessNewerThan news: Int) {
-        state.withLock { state in
-            if let pool = outcome.pool, !state.pools.contains(where: { ObjectIdentifier($0) == pool }) { return }
-            if outcome.failed, state.healthChanges != news { return }
-            state.health = .unreachable(outcome.reason)
+        let wasAnswering = state.withLock { state -> Bool in
+            if let pool = outcome.pool, !state.pools.contains(where: { ObjectIdentifier($0) == pool }) { return false }
+            if outcome.failed, state.healthChanges != news { return false }
+            defer { state.health = .unreachable(outcome.reason) }
+            return state.health == .answering
         }
+        // Once per outage: `/readyz` says only "database unreachable", to anyone.
+        if wasAnswering { logger.warning("the database host in use is unreachable", metadata: ["reason": "\(outcome.reason)"]) }
     }
 }

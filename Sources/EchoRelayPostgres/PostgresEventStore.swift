@@ -225,7 +225,8 @@ public struct PostgresEventStore: EventStore {
     /// From what the client knows of its host and what was last learned of the migrations:
     /// no statement once both are known good (`HostWatch`, `RememberedReadiness`).
     public func readiness() async -> Readiness {
-        if case .unreachable(let reason) = client.health { return .notReady("database unreachable: \(reason)") }
+        // Why stays in the client's log: the answer goes to anyone, and must not name hosts.
+        if case .unreachable = client.health { return .notReady("database unreachable") }
         return await migrationsReadiness.readiness { [client, logger] in
             do {
                 let migrator = Migrator(client: client, logger: logger)

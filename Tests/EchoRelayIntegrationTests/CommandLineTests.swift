@@ -198,7 +198,9 @@ import Glibc
         defer { server.signal(SIGKILL) }
         let http = HTTPTestClient(port: port)
         try await server.waitUntilAnswering(http)
-        #expect(try await http.get("/readyz").status == 503)
+        let ready = try await http.get("/readyz")
+        #expect(ready.status == 503)
+        #expect(ready.json?["reason"] as? String == "database unreachable", "names no host to whoever asks: \(ready.text)")
         // Ingest answers 503 (retry later), never a false 202, and never hangs.
         let body = eventBody()
         let response = try await http.send(.POST, "/v1/events", headers: try EventSigner(secret: LiveServer.ingestSecret).headers(for: body), body: body)
