@@ -45,9 +45,9 @@ struct AuthenticationThrottleMiddleware: RouterMiddleware {
     /// `bearer` or `console` for a request that presents a credential; nil for any other.
     func attempt(_ request: Request) -> String? {
         if request.method == .post && request.uri.path == "/console/sign-in" { return "console" }
-        if paths.takesNoBearerToken(request.method.rawValue, request.uri.path) { return nil }
-        if let header = request.headers[.authorization], header.lowercased().hasPrefix("bearer") { return "bearer" }
-        return nil
+        // The header first: most requests (ingest among them) carry none, and need no look at the paths.
+        guard let header = request.headers[.authorization], header.lowercased().hasPrefix("bearer") else { return nil }
+        return paths.takesNoBearerToken(request.method.rawValue, request.uri.path) ? nil : "bearer"
     }
 }
 
