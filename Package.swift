@@ -36,6 +36,19 @@ let package = Package(
             dependencies: [
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),  // the metrics API only; the backend is chosen by serve
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // The queue: claim, hand-off and completion for every kind of work (verification,
+        // delivery, replay), the wake-ups, and the time limits around them. The stores give it
+        // each kind's statements; the workers only do the work.
+        .target(
+            name: "EchoRelayQueue",
+            dependencies: [
+                "EchoRelayCore",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),  // the event loops the completers and lingers run on
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
@@ -52,6 +65,7 @@ let package = Package(
             name: "EchoRelayStandIns",
             dependencies: [
                 "EchoRelayCore",
+                "EchoRelayQueue",  // WakeSignal, to hold and release a request
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
@@ -74,6 +88,7 @@ let package = Package(
             name: "EchoRelayPostgres",
             dependencies: [
                 "EchoRelayCore",
+                "EchoRelayQueue",  // the committers and time limits, until the queue owns them
                 "EchoRelaySchema",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "_ConnectionPoolModule", package: "postgres-nio"),      // the pool's errors, by value
@@ -88,6 +103,7 @@ let package = Package(
             name: "EchoRelaySQLite",
             dependencies: [
                 "EchoRelayCore",
+                "EchoRelayQueue",  // the committers, until the queue owns them
                 "EchoRelaySchema",
                 .product(name: "SQLiteNIO", package: "sqlite-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),        // ByteBuffer, for BLOB binds
@@ -100,6 +116,7 @@ let package = Package(
             name: "EchoRelayWorkers",
             dependencies: [
                 "EchoRelayCore",
+                "EchoRelayQueue",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -115,6 +132,7 @@ let package = Package(
             name: "EchoRelaySharedSignals",
             dependencies: [
                 "EchoRelayCore",
+                "EchoRelayQueue",  // withTimeout, around a JWKS answer's body
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),  // fetching the transmitter's keys
@@ -127,6 +145,7 @@ let package = Package(
             name: "EchoRelayHTTP",
             dependencies: [
                 "EchoRelayCore",
+                "EchoRelayQueue",  // an ingest's commit that timed out is a 503
                 "EchoRelayAPI",
                 "EchoRelaySharedSignals",  // POST /v1/sets
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -147,6 +166,7 @@ let package = Package(
             name: "EchoRelayServer",
             dependencies: [
                 "EchoRelayCore",
+                "EchoRelayQueue",
                 "EchoRelaySharedSignals",
                 "EchoRelayPostgres",
                 "EchoRelaySQLite",
@@ -204,6 +224,7 @@ let package = Package(
             name: "TestSupport",
             dependencies: [
                 "EchoRelayCore",
+                "EchoRelayQueue",
                 "EchoRelayStandIns",
                 "EchoRelayPostgres",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
@@ -223,13 +244,14 @@ let package = Package(
             name: "EchoRelayCoreTests",
             // TestSupport for Spawned: every child process of the test bundle starts through it,
             // not Foundation's Process (see Spawned).
-            dependencies: ["EchoRelayCore", "TestSupport", .product(name: "Crypto", package: "swift-crypto")],
+            dependencies: ["EchoRelayCore", "EchoRelayQueue", "TestSupport", .product(name: "Crypto", package: "swift-crypto")],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "EchoRelayIntegrationTests",
             dependencies: [
                 "EchoRelayCore",
+                "EchoRelayQueue",
                 "EchoRelayAPI",
                 "EchoRelayStandIns",
                 "EchoRelayWorkers",

@@ -1,4 +1,5 @@
 import EchoRelayCore
+import EchoRelayQueue
 import Hummingbird
 import Logging
 

@@ -1,4 +1,5 @@
 import EchoRelayCore
+import EchoRelayQueue
 import EchoRelaySharedSignals
 import Foundation
 import Hummingbird
@@ -12,7 +13,7 @@ public struct HTTPDependencies: Sendable {
     public var authorizer: BearerAuthorizer
     public var now: @Sendable () -> Date
     /// Called after a request commits new work, to wake the workers that take that kind.
-    public var workCreated: @Sendable (WorkKind) -> Void
+    public var workCreated: @Sendable (CreatedWork) -> Void
     /// How long a client has to send a request's body.
     public var requestTimeout: Duration
     public var metrics: RelayMetrics
@@ -53,7 +54,7 @@ public struct HTTPDependencies: Sendable {
         authenticationThrottle: AuthenticationThrottle = AuthenticationThrottle(), clientAddresses: ClientAddressRule = ClientAddressRule(),
         maxSubscriptionsPerApp: Int = defaultMaxSubscriptionsPerApp, metricsToken: Secret? = nil, storeFigures: StoreFigures? = nil,
         now: @escaping @Sendable () -> Date = { Date() },
-        workCreated: @escaping @Sendable (WorkKind) -> Void = { _ in }
+        workCreated: @escaping @Sendable (CreatedWork) -> Void = { _ in }
     ) {
         self.securityEvents = securityEvents
         self.transmitter = transmitter

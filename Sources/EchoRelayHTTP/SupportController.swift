@@ -9,7 +9,7 @@ struct SupportController<Context: RequestContext>: Sendable {
     let store: any EchoRelayStore
     let authorizer: BearerAuthorizer
     /// Called after new deliveries or verification work were committed, to wake their workers.
-    let workCreated: @Sendable (WorkKind) -> Void
+    let workCreated: @Sendable (CreatedWork) -> Void
     let metrics: RelayMetrics
     /// The proofs a re-verification may bring.
     let acceptedProofs: AcceptedProofs

@@ -1,4 +1,5 @@
 import EchoRelayCore
+import EchoRelayQueue
 import NIOCore
 import PostgresNIO
 import Synchronization

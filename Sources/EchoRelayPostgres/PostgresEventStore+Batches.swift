@@ -1,4 +1,5 @@
 import EchoRelayCore
+import EchoRelayQueue
 import PostgresNIO
 
 /// The store's group commits: ingests, verification outcomes and delivery attempts that

@@ -1,4 +1,5 @@
 import EchoRelayCore
+import EchoRelayQueue
 import Foundation
 import PostgresNIO
 

@@ -1,4 +1,5 @@
 import EchoRelayCore
+import EchoRelayQueue
 import EchoRelaySchema
 import Foundation
 import PostgresNIO

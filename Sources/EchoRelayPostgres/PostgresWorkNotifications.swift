@@ -1,4 +1,5 @@
 import EchoRelayCore
+import EchoRelayQueue
 import PostgresNIO
 import ServiceLifecycle
 import Synchronization

@@ -1,4 +1,5 @@
 import EchoRelayCore
+import EchoRelayQueue
 
 extension SQLiteEventStore {
     public func claimVerifications(owner: String, limit: Int, lease: Duration) async throws -> [VerificationTask] {

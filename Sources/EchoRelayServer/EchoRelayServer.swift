@@ -1,4 +1,5 @@
 import EchoRelayCore
+import EchoRelayQueue
 import EchoRelaySharedSignals
 import EchoRelayHTTP
 import EchoRelayPostgres
@@ -278,7 +279,7 @@ struct Wakes {
     /// Work an API call created: workers in this process at once. Workers elsewhere: an
     /// ingest-only process's ingest statement notifies them itself; other work is announced
     /// after its commit.
-    func workCreated(_ kind: WorkKind, announce: () -> Void) {
+    func workCreated(_ kind: CreatedWork, announce: () -> Void) {
         switch kind {
         case .verification:
             verify.wake()

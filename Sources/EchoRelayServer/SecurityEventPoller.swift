@@ -1,4 +1,5 @@
 import EchoRelayCore
+import EchoRelayQueue
 import EchoRelaySharedSignals
 import Foundation
 import Logging

@@ -1,4 +1,5 @@
 import EchoRelayCore
+import EchoRelayQueue
 import EchoRelayPostgres
 import EchoRelaySchema
 import EchoRelaySQLite

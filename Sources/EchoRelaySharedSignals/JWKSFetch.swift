@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import EchoRelayCore
+import EchoRelayQueue
 import Foundation
 import NIOCore
 import NIOHTTP1

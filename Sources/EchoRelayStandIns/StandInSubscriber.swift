@@ -1,5 +1,6 @@
 import Crypto
 import EchoRelayCore
+import EchoRelayQueue
 import Foundation
 import HTTPTypes
 import Hummingbird

@@ -1,4 +1,5 @@
 import EchoRelayCore
+import EchoRelayQueue
 import Foundation
 import Logging
 import ServiceLifecycle
@@ -76,9 +77,9 @@ public struct DeliveryWorker: Service, CustomStringConvertible {
     /// the subscription's (`claimCap`), a slot that frees takes one at once.
     let claimedAhead = SlotQueue()
     let claimRunner = ClaimRunner()
-    let claimFailures = Counter()
+    let claimFailures = SharedCount()
     /// Set at a graceful stop: the loop ends, and a claim running is cancelled.
-    let stopping = Flag()
+    let stopping = StopFlag()
     /// Deliveries whose webhook has been answered and whose attempt is being recorded: they
     /// keep their lease until the record commits (and a sibling's linger), but no longer a
     /// slot of their subscription's cap, so a claim does not count them.
@@ -305,7 +306,7 @@ public struct DeliveryWorker: Service, CustomStringConvertible {
     /// The safety net of parking (`DeliveryStore.unparkStrandedDeliveries`): every poll
     /// interval it looks at what was parked lately, which is where a park that raced with its
     /// blocker's end is found; every `fullSweepEvery` at all that is parked.
-    func sweepParked(until stopping: Flag) async {
+    func sweepParked(until stopping: StopFlag) async {
         let fullSweepEvery = 60
         var round = 0
         while !stopping.isSet, !Task.isCancelled {

@@ -1,4 +1,5 @@
 import EchoRelayCore
+import EchoRelayQueue
 import Logging
 import ServiceLifecycle
 
@@ -35,7 +36,7 @@ public struct ReplayWorker: Service, CustomStringConvertible {
     var batchSize: Int { max(1, rate / 10) }
 
     public func run() async throws {
-        let stopping = Flag()
+        let stopping = StopFlag()
         await withGracefulShutdownHandler {
             await ready.wait()
             var failures = 0

@@ -1,4 +1,5 @@
 import EchoRelayCore
+import EchoRelayQueue
 import Logging
 import ServiceLifecycle
 
@@ -82,7 +83,7 @@ public struct VerifyWorker: Service, CustomStringConvertible {
                 OAuth2Client(server: $0, timeout: echoTimeout, connectionsPerHost: configuration.concurrency)
             }
         )
-        let stopping = Flag()
+        let stopping = StopFlag()
         await withGracefulShutdownHandler {
             await ready.wait()
             await work(clients: clients, until: stopping)
@@ -95,7 +96,7 @@ public struct VerifyWorker: Service, CustomStringConvertible {
         await clients.oauth2?.shutdown()
     }
 
-    private func work(clients: ProviderClients, until stopping: Flag) async {
+    private func work(clients: ProviderClients, until stopping: StopFlag) async {
         let loop = WorkLoop(concurrency: configuration.concurrency, pollInterval: configuration.pollInterval,
                             shutdownGrace: configuration.shutdownGrace, wake: wake, logger: logger)
         await loop.run(until: stopping) { free in

@@ -1,5 +1,6 @@
 import Dispatch
 import EchoRelayCore
+import EchoRelayQueue
 import Synchronization
 import Testing
 

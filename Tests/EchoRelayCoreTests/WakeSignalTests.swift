@@ -1,4 +1,5 @@
 import EchoRelayCore
+import EchoRelayQueue
 import Testing
 
 /// `WakeSignal`: no wake-up is lost, every wait ends by its timeout whatever the others wait

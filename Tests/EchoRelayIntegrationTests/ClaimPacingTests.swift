@@ -1,3 +1,4 @@
+import EchoRelayQueue
 @testable import EchoRelayWorkers
 import Synchronization
 import Testing

@@ -1,3 +1,4 @@
+import EchoRelayQueue
 @testable import EchoRelayPostgres
 import NIOCore
 import NIOPosix

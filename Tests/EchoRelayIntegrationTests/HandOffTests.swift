@@ -1,4 +1,5 @@
 import EchoRelayCore
+import EchoRelayQueue
 import EchoRelayPostgres
 import Foundation
 import PostgresNIO

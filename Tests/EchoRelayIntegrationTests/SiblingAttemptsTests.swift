@@ -1,4 +1,5 @@
 import EchoRelayCore
+import EchoRelayQueue
 @testable import EchoRelayWorkers
 import Foundation
 import Synchronization

@@ -1,5 +1,6 @@
 @testable import EchoRelayWorkers
 import EchoRelayCore
+import EchoRelayQueue
 import Foundation
 import Testing
 

@@ -1,4 +1,5 @@
 import EchoRelayCore
+import EchoRelayQueue
 @testable import EchoRelayPostgres
 import Foundation
 import Logging

@@ -1,3 +1,4 @@
+import EchoRelayQueue
 import Synchronization
 import Testing
 @testable import EchoRelayWorkers
@@ -6,9 +7,9 @@ import Testing
 /// is cancelled when the flag is set, with no timer polling it.
 @Suite(.timeLimit(.minutes(1))) struct StopFlagTests {
     @Test func workWaitingWhenTheFlagIsSetIsCancelledAndTheCallSaysSo() async throws {
-        let stopping = Flag()
-        let started = Flag()
-        let sawCancellation = Flag()
+        let stopping = StopFlag()
+        let started = StopFlag()
+        let sawCancellation = StopFlag()
         let call = Task {
             try await unlessStopped(stopping) {
                 started.set()
@@ -30,7 +31,7 @@ import Testing
     }
 
     @Test func workFinishedBeforeTheStopKeepsItsResult() async throws {
-        let stopping = Flag()
+        let stopping = StopFlag()
         #expect(try await unlessStopped(stopping) { 7 } == 7)
         stopping.set()
         // Set before the call: the work is cancelled as it starts.
@@ -44,11 +45,11 @@ import Testing
 
     @Test func aFailureOfTheWorkIsTheCallersWhileNotStopped() async throws {
         struct Refused: Error {}
-        await #expect(throws: Refused.self) { try await unlessStopped(Flag()) { () async throws -> Int in throw Refused() } }
+        await #expect(throws: Refused.self) { try await unlessStopped(StopFlag()) { () async throws -> Int in throw Refused() } }
     }
 
     @Test func handlersRunOnceWhenSetAndNotAfterTheyAreForgotten() {
-        let flag = Flag()
+        let flag = StopFlag()
         let calls = Mutex([String]())
         let kept = flag.onSet { calls.withLock { $0.append("kept") } }
         let forgotten = flag.onSet { calls.withLock { $0.append("forgotten") } }

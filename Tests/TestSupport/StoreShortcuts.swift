@@ -1,4 +1,5 @@
 import EchoRelayCore
+import EchoRelayQueue
 
 // One item at a time, as the tests write their outcomes and attempts; the workers write theirs
 // in batches, with hand-offs.

@@ -1,4 +1,5 @@
 import EchoRelayCore
+import EchoRelayQueue
 
 /// `work`'s result, or a `TestSetupError` naming `step` once `limit` has passed, without
 /// waiting for `work` to end (it is cancelled and left to finish on its own). A step that

@@ -13,7 +13,7 @@ struct ConsoleController<Context: RequestContext>: Sendable {
     let store: any EchoRelayStore
     let sessions: ConsoleSessions
     let renderer: ConsoleRenderer
-    let workCreated: @Sendable (WorkKind) -> Void
+    let workCreated: @Sendable (CreatedWork) -> Void
     /// A subscription's test delivery; nil: not offered.
     let sendTestDelivery: SendTestDelivery?
     let metrics: RelayMetrics

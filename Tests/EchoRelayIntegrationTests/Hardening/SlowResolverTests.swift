@@ -1,4 +1,5 @@
 import EchoRelayCore
+import EchoRelayQueue
 import EchoRelayPostgres
 import EchoRelayStandIns
 import EchoRelayWorkers

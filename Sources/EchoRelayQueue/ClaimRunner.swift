@@ -4,13 +4,15 @@ import Synchronization
 /// round trip runs, the loop goes on sending what is in memory (deliveries claimed ahead,
 /// hand-offs) into the slots that free. In the loop, a freed slot waited for the claim in
 /// progress (a loop turn took 1.6–1.7 ms under the claim benchmark, a webhook to nginx 1 ms).
-final class ClaimRunner: Sendable {
+public final class ClaimRunner: Sendable {
+    public init() {}
+
     private let running = Mutex<Task<Void, Never>?>(nil)
 
-    var isRunning: Bool { running.withLock { $0 != nil } }
+    public var isRunning: Bool { running.withLock { $0 != nil } }
 
     /// Starts `claim`; the caller has seen that none is running (only the loop starts claims).
-    func start(_ claim: @escaping @Sendable () async -> Void) {
+    public func start(_ claim: @escaping @Sendable () async -> Void) {
         running.withLock { running in
             running = Task {
                 await claim()
@@ -20,7 +22,7 @@ final class ClaimRunner: Sendable {
     }
 
     /// Waits for the claim running now, if any: at a stop, so that what it leased is given back.
-    func finish() async {
+    public func finish() async {
         await running.withLock { $0 }?.value
     }
 }

@@ -234,13 +234,3 @@ public enum GroupCommitError: Error, CustomStringConvertible {
     public var description: String { "the batch commit returned no result for this request" }
 }
 
-extension Result where Failure == any Error {
-    /// The result of an async throwing call.
-    public init(catching body: () async throws -> Success) async {
-        do {
-            self = .success(try await body())
-        } catch {
-            self = .failure(error)
-        }
-    }
-}

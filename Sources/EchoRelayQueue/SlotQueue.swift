@@ -1,51 +1,13 @@
 import EchoRelayCore
 import Synchronization
 
-/// Webhooks in flight per subscription, so that handed-off deliveries keep the cap a claim
-/// keeps in the database.
-final class SubscriptionLoad: Sendable {
-    private let counts = Mutex<[String: Int]>([:])
-
-    /// Counts in those `tasks` that keep their subscription within `cap`, and returns the rest.
-    func admit(_ tasks: [DeliveryTask], cap: Int) -> (admitted: [DeliveryTask], waiting: [DeliveryTask]) {
-        counts.withLock { counts in
-            var admitted: [DeliveryTask] = [], waiting: [DeliveryTask] = []
-            for task in tasks {
-                if counts[task.subscriptionID, default: 0] < cap {
-                    counts[task.subscriptionID, default: 0] += 1
-                    admitted.append(task)
-                } else {
-                    waiting.append(task)
-                }
-            }
-            return (admitted, waiting)
-        }
-    }
-
-    func started(_ tasks: [DeliveryTask]) {
-        counts.withLock { counts in
-            for task in tasks { counts[task.subscriptionID, default: 0] += 1 }
-        }
-    }
-
-    /// How many more webhooks `subscriptionID` may have in flight under `cap`.
-    func room(for subscriptionID: String, cap: Int) -> Int {
-        counts.withLock { max(cap - $0[subscriptionID, default: 0], 0) }
-    }
-
-    func finished(_ subscriptionID: String) {
-        counts.withLock { counts in
-            let left = counts[subscriptionID, default: 1] - 1
-            counts[subscriptionID] = left > 0 ? left : nil
-        }
-    }
-}
-
 /// Leased deliveries waiting for a slot of their subscription, by subscription, each
 /// subscription's oldest delivery (lowest id) first: the next delivery of a queue whose head
 /// ended goes before deliveries made after it, so that a user's queue does not wait for the
 /// whole backlog at each step.
-final class SlotQueue: Sendable {
+public final class SlotQueue: Sendable {
+    public init() {}
+
     private struct Waiting {
         var ids: [String: [HandedOff<DeliveryTask>]] = [:]
         /// Subscriptions in the order they first had a delivery waiting, so that none is
@@ -56,16 +18,16 @@ final class SlotQueue: Sendable {
     private let state = Mutex(Waiting())
 
     /// A subscription's list is removed once empty, so no ids means nothing waits.
-    var isEmpty: Bool { state.withLock { $0.ids.isEmpty } }
+    public var isEmpty: Bool { state.withLock { $0.ids.isEmpty } }
 
     /// How many deliveries wait.
-    var count: Int { state.withLock { $0.ids.values.reduce(0) { $0 + $1.count } } }
+    public var count: Int { state.withLock { $0.ids.values.reduce(0) { $0 + $1.count } } }
 
     /// Every delivery waiting.
-    var ids: [Int64] { state.withLock { $0.ids.values.flatMap { $0.map(\.item.deliveryID) } } }
+    public var ids: [Int64] { state.withLock { $0.ids.values.flatMap { $0.map(\.item.deliveryID) } } }
 
     /// Deliveries to wait, each with when it was handed off.
-    func add(_ tasks: [DeliveryTask], handedOffAt: (Int64) -> ContinuousClock.Instant) {
+    public func add(_ tasks: [DeliveryTask], handedOffAt: (Int64) -> ContinuousClock.Instant) {
         guard !tasks.isEmpty else { return }
         state.withLock { state in
             for task in tasks {
@@ -79,7 +41,7 @@ final class SlotQueue: Sendable {
     }
 
     /// Takes up to `limit` deliveries, at most `room(subscription)` of each subscription's.
-    func take(upTo limit: Int, room: (String) -> Int) -> [HandedOff<DeliveryTask>] {
+    public func take(upTo limit: Int, room: (String) -> Int) -> [HandedOff<DeliveryTask>] {
         guard limit > 0 else { return [] }
         return state.withLock { state in
             var taken: [HandedOff<DeliveryTask>] = []
@@ -97,7 +59,7 @@ final class SlotQueue: Sendable {
 
     /// Forgets the deliveries that began waiting before `instant` (a long time, behind a slow
     /// subscriber), and returns how many.
-    func drop(handedOffBefore instant: ContinuousClock.Instant) -> Int {
+    public func drop(handedOffBefore instant: ContinuousClock.Instant) -> Int {
         state.withLock { state in
             var dropped = 0
             for (subscription, waiting) in state.ids where waiting.contains(where: { $0.at < instant }) {

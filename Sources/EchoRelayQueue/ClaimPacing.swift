@@ -4,7 +4,7 @@ import Synchronization
 /// a full fetch; here also when a wake asked for a claim (work made due that nobody was
 /// handed, another process's notice) and once a poll interval, for work only a claim finds
 /// (lapsed leases, retries come due). A wake for hand-offs alone costs no claim.
-final class ClaimPacing: Sendable {
+public final class ClaimPacing: Sendable {
     private struct State {
         var at: ContinuousClock.Instant?
         var full = false
@@ -18,14 +18,14 @@ final class ClaimPacing: Sendable {
     /// subscription, so that it rarely fills the worker's free slots however much is due.
     private let againAfterAnyFind: Bool
 
-    init(againAfterAnyFind: Bool = false) {
+    public init(againAfterAnyFind: Bool = false) {
         self.againAfterAnyFind = againAfterAnyFind
     }
 
     /// The handed-over items, then, when a claim is due and slots are left of `free`, what
     /// `claim` takes for the rest.
     /// - asked: whether a wake since the last call asked for a claim.
-    func after<Item>(
+    public func after<Item>(
         _ handed: [Item], free: Int, every interval: Duration, asked: Bool, claim: (_ room: Int) async throws -> [Item]
     ) async throws -> [Item] {
         let room = free - handed.count
@@ -44,7 +44,7 @@ final class ClaimPacing: Sendable {
     /// Whether a claim with `room` slots is due now; when it is, the ask (this one or one kept
     /// from before) is taken, and the caller claims and then says `ended` or `failed`.
     /// - spacing: none is due sooner than this after the last ended; an ask meanwhile is kept.
-    func due(room: Int, every interval: Duration, asked: Bool, spacing: Duration = .zero) -> Bool {
+    public func due(room: Int, every interval: Duration, asked: Bool, spacing: Duration = .zero) -> Bool {
         state.withLock { state in
             state.asked = state.asked || asked
             let since = state.at.map { ContinuousClock.now - $0 }
@@ -56,13 +56,13 @@ final class ClaimPacing: Sendable {
     }
 
     /// A claim with `room` slots found `found` items.
-    func ended(found: Int, room: Int) {
+    public func ended(found: Int, room: Int) {
         let full = againAfterAnyFind ? found > 0 : found == room
         state.withLock { $0.at = ContinuousClock.now; $0.full = full }
     }
 
     /// A claim failed: the next call claims again (the loop tries again after its back-off).
-    func failed() {
+    public func failed() {
         state.withLock { $0.asked = true }
     }
 }

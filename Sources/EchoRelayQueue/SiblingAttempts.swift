@@ -3,43 +3,14 @@ import NIOCore
 import NIOPosix
 import Synchronization
 
-/// A delivery to send, with its body and the group of its event's deliveries that went out with it.
-struct Outgoing: Sendable {
-    let task: DeliveryTask
-    /// Written once for the deliveries of an event that go out together: every subscription
-    /// gets the same body. (A cache of bodies shared by all deliveries cost more, hashing and
-    /// comparing their fields, than writing them: 2–4% of serve's CPU in perf.)
-    let body: [UInt8]
-    /// Nil when it went out alone.
-    let siblings: SiblingAttempts?
-
-    /// The tasks as they go out: deliveries of one event (each to another subscription) form
-    /// a group whose attempts are written together.
-    static func grouped(_ tasks: [DeliveryTask], linger: Duration, write: @escaping SiblingAttempts.Write) -> [Outgoing] {
-        let counts = Dictionary(tasks.map { ($0.eventID, 1) }, uniquingKeysWith: +)
-        var groups: [String: SiblingAttempts] = [:]
-        var bodies: [DeliveryBody: [UInt8]] = [:]
-        return tasks.map { task in
-            let content = DeliveryBody(task)
-            let body = bodies[content] ?? content.bytes()
-            bodies[content] = body
-            let count = counts[task.eventID, default: 1]
-            guard count > 1 else { return Outgoing(task: task, body: body, siblings: nil) }
-            let group = groups[task.eventID] ?? SiblingAttempts(count: count, linger: linger, write: write)
-            groups[task.eventID] = group
-            return Outgoing(task: task, body: body, siblings: group)
-        }
-    }
-}
-
 /// The attempts of one event's deliveries that went out together, written together, so that
 /// an event's subscribers cost one commit rather than one each (issue 23: a lone event to two
 /// subscribers in three write transactions). The first to finish waits for the others still
 /// in flight, but at most `linger`, so a slow subscriber does not hold a fast one's record
 /// (and the next delivery of its queue) longer than that. Whoever finishes the group last, or
 /// the linger's end, writes what has finished; each waiter gets its own result.
-final class SiblingAttempts: Sendable {
-    typealias Write = @Sendable ([AttemptRecord]) async -> [Result<FinishedWork, any Error>]
+public final class SiblingAttempts: Sendable {
+    public typealias Write = @Sendable ([AttemptRecord]) async -> [Result<FinishedWork, any Error>]
     private typealias Waiter = CheckedContinuation<Result<FinishedWork, any Error>, Never>
 
     private struct State {
@@ -60,14 +31,14 @@ final class SiblingAttempts: Sendable {
     private let linger: Duration
     private let write: Write
 
-    init(count: Int, linger: Duration, write: @escaping Write) {
+    public init(count: Int, linger: Duration, write: @escaping Write) {
         state = Mutex(State(inFlight: count))
         self.linger = linger
         self.write = write
     }
 
     /// Records `record` with its siblings: returns once the write that holds it has.
-    func record(_ record: AttemptRecord) async -> Result<FinishedWork, any Error> {
+    public func record(_ record: AttemptRecord) async -> Result<FinishedWork, any Error> {
         await withCheckedContinuation { (waiter: Waiter) in
             let (ready, startsTimer) = state.withLock { state in
                 state.inFlight -= 1
@@ -94,7 +65,7 @@ final class SiblingAttempts: Sendable {
 
     /// One of the group ended with nothing to record (cancelled at shutdown): the others stop
     /// waiting for it.
-    func abandon() {
+    public func abandon() {
         let ready = state.withLock { state in
             state.inFlight -= 1
             return state.inFlight == 0 ? state.take() : []
