@@ -4,6 +4,8 @@ import Foundation
 public typealias EchoRelayStore = EventStore & SubscriptionStore & DeliveryStore & AccessTokenStore & ReplayStore & AuditStore
     & TimelineStore & DeadLetterStore & QueueStatsStore & ConsoleSessionStore & BacklogStore & SecurityEventStore
     & SubscriptionDeliveryStore & TestDeliveryStore & RetentionStore & SecurityEventStreamStore & SecurityEventPollerLock
+    & CompletionStatements
+    & CompletionStatements
 
 /// The storage behind EchoRelay: PostgreSQL for production and several processes, SQLite
 /// embedded for one. Every method is one atomic step: it either happens whole or not at all.

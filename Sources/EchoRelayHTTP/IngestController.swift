@@ -7,7 +7,8 @@ import Logging
 /// `POST /v1/events`: the identity provider's front door. The answer is `202` only once
 /// the event and its verification work item are committed; a refused request stores nothing.
 struct IngestController<Context: RequestContext>: Sendable {
-    let store: any EventStore
+    /// Stores the event and its work item; answers once they are committed.
+    let storeEvent: @Sendable (IncomingEvent) async throws -> IngestReceipt
     let ingestSecrets: [WebhookSecret]
     let now: @Sendable () -> Date
     let metrics: RelayMetrics
@@ -92,7 +93,7 @@ struct IngestController<Context: RequestContext>: Sendable {
         let receipt: IngestReceipt
         do {
             // The store answers within its own limit (503 past it), so no timer runs here.
-            receipt = try await store.ingest(event)
+            receipt = try await storeEvent(event)
         } catch IngestError.conflict {
             context.logger.notice("ingest conflict: same id, different body", metadata: ["event.id": "\(event.id)", "user.id": "\(event.userID)"])
             throw Problem(

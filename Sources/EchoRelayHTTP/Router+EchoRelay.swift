@@ -8,6 +8,9 @@ import Prometheus
 /// Everything the HTTP layer needs from the rest of the process.
 public struct HTTPDependencies: Sendable {
     public var store: any EchoRelayStore
+    /// How `POST /v1/events` stores an event: the queue's ingest completer in `serve`; nil:
+    /// the store's own `ingest`, one transaction an event.
+    public var ingest: (@Sendable (IncomingEvent) async throws -> IngestReceipt)?
     public var subscriberURLPolicy: SubscriberURLPolicy
     public var ingestSecrets: [WebhookSecret]
     public var authorizer: BearerAuthorizer
@@ -54,8 +57,10 @@ public struct HTTPDependencies: Sendable {
         authenticationThrottle: AuthenticationThrottle = AuthenticationThrottle(), clientAddresses: ClientAddressRule = ClientAddressRule(),
         maxSubscriptionsPerApp: Int = defaultMaxSubscriptionsPerApp, metricsToken: Secret? = nil, storeFigures: StoreFigures? = nil,
         now: @escaping @Sendable () -> Date = { Date() },
+        ingest: (@Sendable (IncomingEvent) async throws -> IngestReceipt)? = nil,
         workCreated: @escaping @Sendable (CreatedWork) -> Void = { _ in }
     ) {
+        self.ingest = ingest
         self.securityEvents = securityEvents
         self.transmitter = transmitter
         self.sendTestDelivery = sendTestDelivery
@@ -97,7 +102,7 @@ public func buildRouter(servesAPI: Bool = true, _ dependencies: HTTPDependencies
     OpenAPIController().addRoutes(to: router)
     let workCreated = dependencies.workCreated
     IngestController(
-        store: dependencies.store, ingestSecrets: dependencies.ingestSecrets, now: dependencies.now, metrics: dependencies.metrics,
+        storeEvent: dependencies.ingest ?? { [store = dependencies.store] in try await store.ingest($0) }, ingestSecrets: dependencies.ingestSecrets, now: dependencies.now, metrics: dependencies.metrics,
         backlog: dependencies.backlog, acceptedProofs: dependencies.acceptedProofs,
         workCreated: { handedOff in workCreated(handedOff ? .verificationHandedOff : .verification) }
     ).addRoutes(to: router)

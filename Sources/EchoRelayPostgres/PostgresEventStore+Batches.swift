@@ -2,37 +2,35 @@ import EchoRelayCore
 import EchoRelayQueue
 import PostgresNIO
 
-/// The store's group commits: ingests, verification outcomes and delivery attempts that
-/// arrive at about the same time share one statement and one commit.
-extension PostgresEventStore {
-    /// A group commit whose batches are written on one connection, each flush taking what
-    /// queued during the previous one; 64 items a batch keep a statement small. A batch is
-    /// taken off its queue only once a connection is held: while the database is away nothing
-    /// is taken, so a request that times out meanwhile (503) is never written later. A flush
-    /// still running at `flushLimit` is abandoned (a new committer goes on) and its host
-    /// dropped (`DatabaseClient`: its connections closed, a new pool), so a server that stops
-    /// answering, or a statement lost on a connection that had just closed, fails one flush
-    /// instead of stalling every later one. The default is the default work lease, after which
-    /// the work is another worker's anyway.
-    static func groupCommit<Input: Sendable, Output: Sendable>(
-        client: DatabaseClient, maximumWait: Duration? = nil, flushLimit: Duration = .seconds(60),
-        flushed: @escaping @Sendable (Int) -> Void,
+/// The batch writes the queue's completers call (`CompletionStatements`): ingests,
+/// verification outcomes and delivery attempts that arrive at about the same time share one
+/// statement and one commit.
+extension PostgresEventStore: CompletionStatements {
+    /// Writes a batch on one connection, taken off the completer's queue only once the
+    /// connection is held: while the database is away nothing is taken, so a request that
+    /// times out meanwhile (503) is never written later. A write still running at `limit` has
+    /// its host dropped (`DatabaseClient`: its connections closed, a new pool), so a server
+    /// that stops answering, or a statement lost on a connection that had just closed, fails
+    /// one batch instead of stalling every later one.
+    func writeBatch<Input: Sendable, Output: Sendable>(
+        within limit: Duration, take: @escaping @Sendable () -> [Input],
         _ write: @escaping @Sendable ([Input], PostgresConnection) async -> [Result<Output, any Error>]
-    ) -> GroupCommit<Input, Output> {
-        GroupCommit(maximumBatch: 64, maximumWait: maximumWait, flushLimit: flushLimit, flushed: flushed,
-                    executor: EventLoopTaskExecutor(PostgresClient.defaultEventLoopGroup.next())) { take in
-            do {
-                return try await client.withConnection(limit: flushLimit) { connection in
-                    let batch = take()
-                    return batch.isEmpty ? [] : await write(batch, connection)  // empty: every caller gave up
-                }
-            } catch {
-                // No connection (the database away, the pool closing): every caller of the
-                // batch hears it as the store's error, so the API answers 503, not 500.
-                throw StoreError.wrap(error)
+    ) async throws -> [Result<Output, any Error>] {
+        do {
+            return try await client.withConnection(limit: limit) { connection in
+                let batch = take()
+                return batch.isEmpty ? [] : await write(batch, connection)  // empty: every caller gave up
             }
+        } catch {
+            // No connection (the database away, the pool closing): every caller of the
+            // batch hears it as the store's error, so the API answers 503, not 500.
+            throw StoreError.wrap(error)
         }
     }
+
+    /// How long a write of finished work called on the store itself may take: the default
+    /// work lease, after which the work is another worker's anyway.
+    static let workFlushLimit: Duration = .seconds(60)
 
     /// The positions a batch statement answers with (`SELECT position, handed_off,
     /// made_work_due`): the rows it wrote, each with the deliveries it leased to the

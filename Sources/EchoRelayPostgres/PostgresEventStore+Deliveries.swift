@@ -56,32 +56,21 @@ extension PostgresEventStore: DeliveryStore {
         _ records: [AttemptRecord], owner: String, disableAfter: Duration, handOff: HandOff?, perSubscriptionCap: Int
     ) async -> [Result<FinishedWork, any Error>] {
         guard !records.isEmpty else { return [] }
-        let group = records.map {
-            RecordedAttempt(task: $0.task, owner: owner, attempt: $0.attempt, next: $0.next, disableAfter: disableAfter, handOff: handOff,
-                            cap: perSubscriptionCap)
-        }
+        let attempts = records.map { RecordedAttempt($0, owner: owner, disableAfter: disableAfter, handOff: handOff, cap: perSubscriptionCap) }
         do {
-            return try await attempts.submit(group)
+            return try await writeAttempts(within: Self.workFlushLimit) { attempts }
         } catch {
             return records.map { _ in .failure(error) }
         }
     }
 
-    /// Records the groups of a group commit's batch as one batch of attempts, and answers
-    /// each group with its own attempts' results.
-    static func recordGroups(
-        _ groups: [[RecordedAttempt]], on connection: PostgresConnection, metrics: RelayMetrics, logger: Logger
-    ) async -> [Result<[Result<FinishedWork, any Error>], any Error>] {
-        let attempts = groups.flatMap { $0 }
-        metrics.batchCommitted(.attempt, size: attempts.count)
-        var results = await recordBatch(attempts, on: connection, logger: logger)[...]
-        return groups.map { group in
-            defer { results = results.dropFirst(group.count) }
-            return .success(Array(results.prefix(group.count)))
-        }
+    public func writeAttempts(
+        within limit: Duration, take: @escaping @Sendable () -> [RecordedAttempt]
+    ) async throws -> [Result<FinishedWork, any Error>] {
+        try await writeBatch(within: limit, take: take) { [logger] in await Self.recordBatch($0, on: $1, logger: logger) }
     }
 
-    /// Records a batch of attempts in one statement (group commit: see `PostgresEventStore.attempts`).
+    /// Records a batch of attempts in one statement.
     /// A statement that fails as a whole is retried one attempt at a time, so each caller
     /// gets its own answer.
     private static func recordBatch(_ attempts: [RecordedAttempt], on connection: PostgresConnection, logger: Logger) async -> [Result<FinishedWork, any Error>] {
@@ -179,17 +168,8 @@ extension PostgresEventStore: DeliveryStore {
     }
 }
 
-/// One delivery attempt waiting to be recorded, and its row in the batch statement's JSON.
-struct RecordedAttempt: Sendable {
-    let task: DeliveryTask
-    let owner: String
-    let attempt: DeliveryAttempt
-    let next: DeliveryNext
-    let disableAfter: Duration
-    let handOff: HandOff?
-    /// The claim's cap per subscription, for whether a claim would find room.
-    let cap: Int
-
+/// An attempt's row in the batch statement's JSON.
+extension RecordedAttempt {
     /// Encodable for the test that checks `write(to:)` against `JSONEncoder`.
     struct Row: Encodable, JSONRow {
         let position: Int

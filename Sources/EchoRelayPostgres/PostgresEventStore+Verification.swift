@@ -32,10 +32,19 @@ extension PostgresEventStore {
     public func finishVerification(
         _ task: VerificationTask, owner: String, outcome: VerificationOutcome, handOff: HandOff?
     ) async throws -> FinishedWork {
-        try await finishes.submit(VerificationFinish(task: task, owner: owner, outcome: outcome, handOff: handOff))
+        let finish = VerificationFinish(task: task, owner: owner, outcome: outcome, handOff: handOff)
+        return try await writeVerificationFinishes(within: Self.workFlushLimit) { [finish] }[0].get()
     }
 
-    /// Records a batch of outcomes (group commit: see `PostgresEventStore.finishes`). A user
+    public func writeVerificationFinishes(
+        within limit: Duration, take: @escaping @Sendable () -> [VerificationFinish]
+    ) async throws -> [Result<FinishedWork, any Error>] {
+        try await writeBatch(within: limit, take: take) { [wakeOnOutcomes, logger] in
+            await Self.finishBatch($0, on: $1, wakes: wakeOnOutcomes, logger: logger)
+        }
+    }
+
+    /// Records a batch of outcomes in one transaction when it can. A user
     /// with several verified events in the batch gets them in sequence rounds, one statement
     /// each, since one statement may move a user's row only once. A statement that fails as a
     /// whole (a deadlock, a lost connection) is retried one item at a time, so each caller
@@ -135,13 +144,8 @@ extension PostgresEventStore {
     }
 }
 
-/// One outcome waiting to be recorded, and its row in the batch statement's JSON.
-struct VerificationFinish: Sendable {
-    let task: VerificationTask
-    let owner: String
-    let outcome: VerificationOutcome
-    let handOff: HandOff?
-
+/// An outcome's row in the batch statement's JSON.
+extension VerificationFinish {
     /// Encodable for the test that checks `write(to:)` against `JSONEncoder`.
     struct Row: Encodable, JSONRow {
         let position: Int

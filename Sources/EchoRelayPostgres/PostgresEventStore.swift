@@ -15,71 +15,58 @@ public struct PostgresEventStore: EventStore {
     let wakeOtherProcesses: WakeLimiter?
     /// Set with `Durability.standby`: acknowledged commits wait for a standby's flush.
     let standby: StandbyConfirmation?
-
-    /// Concurrent ingests share statements and commits (group commit): see `ingestBatch`.
-    private let ingests: GroupCommit<IncomingEvent, IngestReceipt>
-    /// Verification outcomes finished at about the same time share one statement: see `finishBatch`.
-    let finishes: GroupCommit<VerificationFinish, FinishedWork>
-    /// Delivery attempts recorded at about the same time share one statement: see `recordBatch`.
-    /// Each caller brings a group of attempts (those of one event's deliveries that went out
-    /// together), which is never split between commits.
-    let attempts: GroupCommit<[RecordedAttempt], [Result<FinishedWork, any Error>]>
+    /// Where other processes deliver what this one verifies: see `init`.
+    let wakeOnOutcomes: WakeLimiter?
+    /// How long a lone ingest called on the store waits for its commit: see `init`.
+    let ingestWait: Duration
     /// What `/readyz` last learned of the migrations.
     let migrationsReadiness = RememberedReadiness()
 
-    /// - ingestWait: how long an ingest waits for its commit before `TimeoutError` (a 503:
-    ///   nothing stored, the provider retries): a database that does not answer is an outage,
-    ///   never a hung provider. A flush still running at twice that has its connection closed.
+    /// - ingestWait: with `.standby`, how long a commit waits for a standby's flush; and how
+    ///   long `ingest` (one event, outside the queue's completer) may take.
     /// - wakeOtherProcesses: set where the work this process stores is done by other processes
     ///   (`--role ingest`): ingest statements then carry a `NOTIFY`, at most one per
     ///   `WakeLimiter.interval`, inside their own transaction.
     /// - wakeOnOutcomes: set where other processes may deliver what this one verifies: outcome
     ///   statements that make deliveries due then carry a `NOTIFY`, at most one per interval,
     ///   inside their own transaction (none is sent after the commit).
-    /// - verificationHandOffs: set where this process verifies what it ingests (`--role all`):
-    ///   ingested events go to its verify worker in memory, their work items leased to it.
     /// - durability: with `.standby`, an ingest batch is answered once a standby has flushed
     ///   its commit (`StandbyConfirmation`, waiting up to `ingestWait`), as are received SETs
     ///   and `confirmDurable()`; other commits (the workers') do not wait.
-    public init(client: DatabaseClient, logger: Logger, sealer: SecretSealer? = nil, metrics: RelayMetrics = RelayMetrics(),
-                ingestWait: Duration = .seconds(10), durability: Durability = .local, wakeOtherProcesses: WakeLimiter? = nil,
-                wakeOnOutcomes: WakeLimiter? = nil, verificationHandOffs: VerificationInbox? = nil) {
+    public init(client: DatabaseClient, logger: Logger, sealer: SecretSealer? = nil, ingestWait: Duration = .seconds(10),
+                durability: Durability = .local, wakeOtherProcesses: WakeLimiter? = nil, wakeOnOutcomes: WakeLimiter? = nil) {
         self.client = client
         self.logger = logger
         self.sealer = sealer
         self.wakeOtherProcesses = wakeOtherProcesses
-        let standby = durability == .standby ? StandbyConfirmation(wait: ingestWait) : nil
-        self.standby = standby
-        ingests = Self.groupCommit(client: client, maximumWait: ingestWait, flushLimit: ingestWait * 2, flushed: { metrics.batchCommitted(.ingest, size: $0) }) {
-            events, connection in
-            let results = await Self.ingestBatch(events, on: connection, wakePayload: wakeOtherProcesses?.next(),
-                                                 handOffs: verificationHandOffs, logger: logger)
+        self.wakeOnOutcomes = wakeOnOutcomes
+        self.ingestWait = ingestWait
+        standby = durability == .standby ? StandbyConfirmation(wait: ingestWait) : nil
+    }
+
+    /// On one server's client, run by the caller (tests and one-shot tools).
+    public init(client: PostgresClient, logger: Logger, sealer: SecretSealer? = nil, ingestWait: Duration = .seconds(10),
+                durability: Durability = .local, wakeOtherProcesses: WakeLimiter? = nil, wakeOnOutcomes: WakeLimiter? = nil) {
+        self.init(client: DatabaseClient(client, logger: logger), logger: logger, sealer: sealer, ingestWait: ingestWait,
+                  durability: durability, wakeOtherProcesses: wakeOtherProcesses, wakeOnOutcomes: wakeOnOutcomes)
+    }
+
+    /// Stores the event and its verification work item on its own, and answers only after
+    /// the commit that holds them. `serve` ingests through the queue's completer instead.
+    public func ingest(_ event: IncomingEvent) async throws -> IngestReceipt {
+        try await writeIngests(within: ingestWait * 2, handOff: { _ in nil }) { [event] }[0].get().receipt
+    }
+
+    public func writeIngests(
+        within limit: Duration, handOff: @escaping @Sendable (Int) -> HandOff?, take: @escaping @Sendable () -> [IncomingEvent]
+    ) async throws -> [Result<IngestWritten, any Error>] {
+        try await writeBatch(within: limit, take: take) { [wakeOtherProcesses, standby, logger] events, connection in
+            let results = await Self.ingestBatch(events, on: connection, wakePayload: wakeOtherProcesses?.next(), handOff: handOff,
+                                                 logger: logger)
             // One confirmation for the whole batch, duplicates included: a stored receipt is
             // only as durable as the commit that stored it.
             return await standby?.confirming(results, on: connection, logger: logger) ?? results
         }
-        finishes = Self.groupCommit(client: client, flushed: { metrics.batchCommitted(.verification, size: $0) }) {
-            await Self.finishBatch($0, on: $1, wakes: wakeOnOutcomes, logger: logger)
-        }
-        // Counted by attempt, not by group, in recordGroups.
-        attempts = Self.groupCommit(client: client, flushed: { _ in }) {
-            await Self.recordGroups($0, on: $1, metrics: metrics, logger: logger)
-        }
-    }
-
-    /// On one server's client, run by the caller (tests and one-shot tools).
-    public init(client: PostgresClient, logger: Logger, sealer: SecretSealer? = nil, metrics: RelayMetrics = RelayMetrics(),
-                ingestWait: Duration = .seconds(10), durability: Durability = .local, wakeOtherProcesses: WakeLimiter? = nil,
-                wakeOnOutcomes: WakeLimiter? = nil, verificationHandOffs: VerificationInbox? = nil) {
-        self.init(client: DatabaseClient(client, logger: logger), logger: logger, sealer: sealer, metrics: metrics,
-                  ingestWait: ingestWait, durability: durability, wakeOtherProcesses: wakeOtherProcesses, wakeOnOutcomes: wakeOnOutcomes,
-                  verificationHandOffs: verificationHandOffs)
-    }
-
-    /// Stores the event and its verification work item, and answers only after the commit
-    /// that holds them.
-    public func ingest(_ event: IncomingEvent) async throws -> IngestReceipt {
-        try await ingests.submit(event)
     }
 
     /// Ingests a batch in one statement and one commit when it can. An id already stored, or
@@ -88,11 +75,13 @@ public struct PostgresEventStore: EventStore {
     /// meantime, a deadlock, a lost connection — each event is tried alone, in arrival
     /// order, so each gets its own answer.
     static func ingestBatch(
-        _ events: [IncomingEvent], on connection: PostgresConnection, wakePayload: String?, handOffs: VerificationInbox?,
+        _ events: [IncomingEvent], on connection: PostgresConnection, wakePayload: String?, handOff: @escaping @Sendable (Int) -> HandOff?,
         logger: Logger
-    ) async -> [Result<IngestReceipt, any Error>] {
+    ) async -> [Result<IngestWritten, any Error>] {
         if events.count == 1 {
-            return [await Result(catching: { try await ingestAlone(events[0], on: connection, wakePayload: wakePayload, handOffs: handOffs, logger: logger) })]
+            return [await Result(catching: {
+                try await ingestAlone(events[0], on: connection, wakePayload: wakePayload, handOff: handOff, logger: logger)
+            })]
         }
         var firstOccurrences: [Int] = []
         var repeated: [Int] = []
@@ -100,25 +89,24 @@ public struct PostgresEventStore: EventStore {
         for (index, event) in events.enumerated() {
             if seen.insert(event.id).inserted { firstOccurrences.append(index) } else { repeated.append(index) }
         }
-        var results = [Result<IngestReceipt, any Error>?](repeating: nil, count: events.count)
+        var results = [Result<IngestWritten, any Error>?](repeating: nil, count: events.count)
         do {
             var fresh = firstOccurrences
             var storedBefore = repeated
-            let stored: [String: Int64]
-            var handedOff = false
+            let stored: [String: Inserted]
             do {
-                (stored, handedOff) = try await insert(fresh.map { events[$0] }, on: connection, wakePayload: wakePayload, handOffs: handOffs, logger: logger)
+                stored = try await insert(fresh.map { events[$0] }, on: connection, wakePayload: wakePayload, handOff: handOff, logger: logger)
             } catch let error as PSQLError where error.isUniqueViolation {
                 // Retries among them: those are answered from their rows below; the rest go again.
                 let existing = try await storedRows(ids: fresh.map { events[$0].id }, on: connection, logger: logger)
                 storedBefore += fresh.filter { existing[events[$0].id] != nil }
                 fresh.removeAll { existing[events[$0].id] != nil }
-                (stored, handedOff) = fresh.isEmpty ? ([:], false)
-                    : try await insert(fresh.map { events[$0] }, on: connection, wakePayload: wakePayload, handOffs: handOffs, logger: logger)
+                stored = fresh.isEmpty ? [:]
+                    : try await insert(fresh.map { events[$0] }, on: connection, wakePayload: wakePayload, handOff: handOff, logger: logger)
             }
             for index in fresh {
-                if let sequence = stored[events[index].id] {
-                    results[index] = .success(IngestReceipt(id: events[index].id, sequence: sequence, isDuplicate: false, handedOff: handedOff))
+                if let inserted = stored[events[index].id] {
+                    results[index] = .success(inserted.written(events[index]))
                 } else {
                     storedBefore.append(index)
                 }
@@ -127,14 +115,14 @@ public struct PostgresEventStore: EventStore {
             // without trying (and failing) to insert it again.
             let existing = try await storedRows(ids: storedBefore.map { events[$0].id }, on: connection, logger: logger)
             for index in storedBefore {
-                results[index] = Result { try receipt(for: events[index], from: existing[events[index].id]) }
+                results[index] = Result { IngestWritten(receipt: try receipt(for: events[index], from: existing[events[index].id])) }
             }
         } catch {
             logger.debug("a batched ingest failed as a whole; its events are tried one by one",
                          metadata: ["events": "\(events.count)", "error": "\(StoreError.wrap(error))"])
             for index in events.indices {
                 results[index] = await Result(catching: {
-                    try await ingestAlone(events[index], on: connection, wakePayload: wakePayload, handOffs: handOffs, logger: logger)
+                    try await ingestAlone(events[index], on: connection, wakePayload: wakePayload, handOff: handOff, logger: logger)
                 })
             }
         }
@@ -144,46 +132,54 @@ public struct PostgresEventStore: EventStore {
     /// One event in its own statement: stored, or answered from the row stored before (a
     /// retry, or a conflict if the body differs).
     static func ingestAlone(
-        _ event: IncomingEvent, on connection: PostgresConnection, wakePayload: String?, handOffs: VerificationInbox?,
+        _ event: IncomingEvent, on connection: PostgresConnection, wakePayload: String?, handOff: @escaping @Sendable (Int) -> HandOff?,
         logger: Logger
-    ) async throws -> IngestReceipt {
+    ) async throws -> IngestWritten {
         do {
-            let (stored, handedOff) = try await insert([event], on: connection, wakePayload: wakePayload, handOffs: handOffs, logger: logger)
-            if let sequence = stored[event.id] {
-                return IngestReceipt(id: event.id, sequence: sequence, isDuplicate: false, handedOff: handedOff)
+            if let inserted = try await insert([event], on: connection, wakePayload: wakePayload, handOff: handOff, logger: logger)[event.id] {
+                return inserted.written(event)
             }
         } catch let error as PSQLError where error.isUniqueViolation {
             // Stored before (a retry), or by another process at the same moment: answered from its row below.
         } catch {
             throw StoreError.wrap(error)
         }
-        return try await receiptForExisting(event, on: connection, logger: logger)
+        return IngestWritten(receipt: try await receiptForExisting(event, on: connection, logger: logger))
     }
 
     /// Runs `IngestStatement`: the sequence of each event; an id stored before fails it as a
-    /// whole. With room in `handOffs`, the work items are leased to this process's verify
-    /// worker as they are written, and the tasks go to it once committed (`handedOff`).
+    /// whole. When `handOff` allows the batch, the work items are leased to its owner as they
+    /// are written, and each row comes with its task.
     private static func insert(
-        _ events: [IncomingEvent], on connection: PostgresConnection, wakePayload: String?, handOffs: VerificationInbox?,
+        _ events: [IncomingEvent], on connection: PostgresConnection, wakePayload: String?, handOff: @escaping @Sendable (Int) -> HandOff?,
         logger: Logger
-    ) async throws -> (sequences: [String: Int64], handedOff: Bool) {
-        let handOff = handOffs?.request(count: events.count)
+    ) async throws -> [String: Inserted] {
+        let handOff = handOff(events.count)
         var stored: [String: (sequence: Int64, workItem: Int64)] = [:]
         stored.reserveCapacity(events.count)
         let statement = IngestStatement(events: events, wakePayload: wakePayload, handOff: handOff)
         for try await (id, sequence, workItem) in try await connection.execute(statement, logger: logger) {
             stored[id] = (sequence, workItem)
         }
-        if let handOffs, handOff != nil {
-            handOffs.add(events.compactMap { event in
-                stored[event.id].map { row in
-                    VerificationTask(workItemID: row.workItem, eventID: event.id, type: event.type, userID: event.userID,
-                                     sequence: row.sequence, occurredAt: event.occurredAt, pushedPhoneNumber: event.phoneNumber,
-                                     echo: event.echo, oauth2: event.oauth2, attempts: 1)
-                }
-            })
+        return Dictionary(uniqueKeysWithValues: events.compactMap { event in
+            stored[event.id].map { row in
+                (event.id, Inserted(sequence: row.sequence, handedOff: handOff == nil ? nil : VerificationTask(
+                    workItemID: row.workItem, eventID: event.id, type: event.type, userID: event.userID, sequence: row.sequence,
+                    occurredAt: event.occurredAt, pushedPhoneNumber: event.phoneNumber, echo: event.echo, oauth2: event.oauth2,
+                    attempts: 1)))
+            }
+        })
+    }
+
+    /// An event the ingest statement stored: its sequence, and its task when it was handed off.
+    struct Inserted {
+        let sequence: Int64
+        let handedOff: VerificationTask?
+
+        func written(_ event: IncomingEvent) -> IngestWritten {
+            IngestWritten(receipt: IngestReceipt(id: event.id, sequence: sequence, isDuplicate: false, handedOff: handedOff != nil),
+                          handedOff: handedOff)
         }
-        return (stored.mapValues(\.sequence), handOff != nil)  // a hand-off is only asked of an inbox
     }
 
     /// The first receipt for a retried `id`, or a conflict if the body differs.

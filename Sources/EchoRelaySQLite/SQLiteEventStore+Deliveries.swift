@@ -132,28 +132,25 @@ extension SQLiteEventStore {
         }
     }
 
-    /// The embedded store hands nothing off (see `finishVerification`). The records share one
-    /// transaction; if it fails, each is written in one of its own.
+    /// The embedded store hands nothing off yet (see `finishVerification`).
     public func recordDeliveryAttempts(
         _ records: [AttemptRecord], owner: String, disableAfter: Duration, handOff: HandOff?, perSubscriptionCap: Int
     ) async -> [Result<FinishedWork, any Error>] {
-        func write(_ records: [AttemptRecord]) async throws -> [Result<FinishedWork, any Error>] {
-            try await session.write { db in
-                var results: [Result<FinishedWork, any Error>] = []
-                for record in records {
-                    results.append(.success(FinishedWork(kept: try await Self.record(record, owner: owner, disableAfter: disableAfter, db: db))))
-                }
-                return results
-            }
-        }
+        let attempts = records.map { RecordedAttempt($0, owner: owner, disableAfter: disableAfter, handOff: handOff, cap: perSubscriptionCap) }
         do {
-            return try await write(records)
+            return try await writeAttempts(within: .seconds(60)) { attempts }
         } catch {
-            guard records.count > 1 else { return [.failure(error)] }
+            return records.map { _ in .failure(error) }
+        }
+    }
+
+    /// One transaction for the batch (see `writeBatch`).
+    public func writeAttempts(
+        within limit: Duration, take: @escaping @Sendable () -> [RecordedAttempt]
+    ) async throws -> [Result<FinishedWork, any Error>] {
+        try await Self.writeBatch("delivery attempts", take: take, session: session, logger: logger) { attempts, db in
             var results: [Result<FinishedWork, any Error>] = []
-            for record in records {
-                results.append(await Result { try await write([record])[0].get() })
-            }
+            for attempt in attempts { results.append(.success(FinishedWork(kept: try await Self.record(attempt, db: db)))) }
             return results
         }
     }
@@ -164,8 +161,8 @@ extension SQLiteEventStore {
     }
 
     /// Records one attempt in the transaction of `db`: false if the lease was lost.
-    private static func record(_ record: AttemptRecord, owner: String, disableAfter: Duration, db: SQLiteDB) async throws -> Bool {
-        let task = record.task, attempt = record.attempt, next = record.next
+    private static func record(_ record: RecordedAttempt, db: SQLiteDB) async throws -> Bool {
+        let task = record.task, attempt = record.attempt, next = record.next, owner = record.owner, disableAfter = record.disableAfter
         let status = next.status.rawValue, delay = next.retryDelay
         let updated = try await db.rows("""
             UPDATE deliveries

@@ -46,13 +46,24 @@ extension SQLiteEventStore {
         }
     }
 
-    /// Outcomes finished at about the same time share one transaction (group commit). The
-    /// embedded store hands nothing off: its one process claims the deliveries it makes, and
-    /// a claim here is a local read, not a round trip.
+    /// The embedded store hands no deliveries off yet: its one process claims the deliveries
+    /// it makes, and a claim here is a local read, not a round trip.
     public func finishVerification(
         _ task: VerificationTask, owner: String, outcome: VerificationOutcome, handOff: HandOff?
     ) async throws -> FinishedWork {
-        FinishedWork(kept: try await finishes.submit(VerificationFinish(task: task, owner: owner, outcome: outcome)))
+        let finish = VerificationFinish(task: task, owner: owner, outcome: outcome, handOff: handOff)
+        return try await writeVerificationFinishes(within: .seconds(60)) { [finish] }[0].get()
+    }
+
+    /// One transaction for the batch (see `writeBatch`).
+    public func writeVerificationFinishes(
+        within limit: Duration, take: @escaping @Sendable () -> [VerificationFinish]
+    ) async throws -> [Result<FinishedWork, any Error>] {
+        try await Self.writeBatch("verification outcomes", take: take, session: session, logger: logger) { finishes, db in
+            var results: [Result<FinishedWork, any Error>] = []
+            for finish in finishes { results.append(.success(FinishedWork(kept: try await Self.finish(finish, db: db)))) }
+            return results
+        }
     }
 
     /// One outcome inside the caller's transaction; false, writing nothing, when the lease is no longer `owner`'s.
@@ -112,12 +123,6 @@ extension SQLiteEventStore {
 }
 
 /// A verification outcome waiting for its shared transaction.
-struct VerificationFinish: Sendable {
-    let task: VerificationTask
-    let owner: String
-    let outcome: VerificationOutcome
-}
-
 extension SQLiteEventStore {
 
     public func retryVerification(_ task: VerificationTask, owner: String, after delay: Duration) async throws -> Bool {

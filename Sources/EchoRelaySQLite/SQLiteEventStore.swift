@@ -15,39 +15,21 @@ public final class SQLiteEventStore: EchoRelayStore {
     public let path: String
     /// Seals subscription secrets on write and opens them for signing; nil stores them as is.
     let sealer: SecretSealer?
-    /// Concurrent ingests share one transaction (group commit): see `ingestBatch`.
-    private let ingests: GroupCommit<IncomingEvent, IngestReceipt>
-    /// Verification outcomes finished at about the same time share one transaction: see `finishVerification`.
-    let finishes: GroupCommit<VerificationFinish, Bool>
     /// What `/readyz` last learned of the migrations.
     let migrationsReadiness = RememberedReadiness()
 
-    private init(session: SQLiteSession, path: String, logger: Logger, sealer: SecretSealer?, metrics: RelayMetrics, ingestWait: Duration) {
+    private init(session: SQLiteSession, path: String, logger: Logger, sealer: SecretSealer?) {
         self.session = session
         self.path = path
         self.logger = logger
         self.sealer = sealer
-        // As on PostgreSQL: a request that waits longer than this for its commit is a 503.
-        ingests = GroupCommit(maximumBatch: 256, maximumWait: ingestWait, flushed: { metrics.batchCommitted(.ingest, size: $0) }) {
-            take in try await Self.ingestBatch(take: take, session: session, logger: logger)
-        }
-        finishes = GroupCommit(maximumBatch: 256, flushed: { metrics.batchCommitted(.verification, size: $0) }) { take in
-            try await Self.writeBatch("verification outcomes", take: take, session: session, logger: logger) { finishes, db in
-                var results: [Result<Bool, any Error>] = []
-                for finish in finishes { results.append(.success(try await Self.finish(finish, db: db))) }
-                return results
-            }
-        }
     }
 
     /// Opens (creating if missing) the database file and locks it for this process. Throws
     /// `SQLiteStoreError.locked` if another EchoRelay process, or another store in this one,
     /// has it. Does not migrate: call `migrate()`. With a `sealer`, subscription secrets are
     /// stored sealed (see `SecretSealer`).
-    public static func open(
-        path: String, logger: Logger, sealer: SecretSealer? = nil, metrics: RelayMetrics = RelayMetrics(),
-        ingestWait: Duration = .seconds(10)
-    ) async throws -> SQLiteEventStore {
+    public static func open(path: String, logger: Logger, sealer: SecretSealer? = nil) async throws -> SQLiteEventStore {
         let lock = try FileLock.acquire(path: path)
         let connection: SQLiteConnection
         do {
@@ -65,10 +47,7 @@ public final class SQLiteEventStore: EchoRelayStore {
             throw error as? SQLiteStoreError ?? SQLiteStoreError.cannotOpen(path: path, reason: "\(error)")
         }
         logger.info("opened the embedded SQLite store", metadata: ["sqlite.path": "\(path)"])
-        return SQLiteEventStore(
-            session: SQLiteSession(connection: connection, lock: lock), path: path, logger: logger, sealer: sealer, metrics: metrics,
-            ingestWait: ingestWait
-        )
+        return SQLiteEventStore(session: SQLiteSession(connection: connection, lock: lock), path: path, logger: logger, sealer: sealer)
     }
 
     private static func configure(_ connection: SQLiteConnection, path: String) async throws {
@@ -129,17 +108,18 @@ public final class SQLiteEventStore: EchoRelayStore {
 }
 
 extension SQLiteEventStore {
+    /// Stores the event on its own; `serve` ingests through the queue's completer instead.
     public func ingest(_ event: IncomingEvent) async throws -> IngestReceipt {
-        try await ingests.submit(event)
+        try await writeIngests(within: .seconds(60), handOff: { _ in nil }) { [event] }[0].get().receipt
     }
 
     /// One transaction for the whole batch (see `writeBatch`), in four statements however many
     /// events it holds: each statement is a trip to SQLite's thread.
-    static func ingestBatch(
-        take: @escaping @Sendable () -> [IncomingEvent], session: SQLiteSession, logger: Logger
-    ) async throws -> [Result<IngestReceipt, any Error>] {
-        try await writeBatch("ingests", take: take, session: session, logger: logger) { events, db in
-            try await ingest(events, db: db)
+    public func writeIngests(
+        within limit: Duration, handOff: @escaping @Sendable (Int) -> HandOff?, take: @escaping @Sendable () -> [IncomingEvent]
+    ) async throws -> [Result<IngestWritten, any Error>] {
+        try await Self.writeBatch("ingests", take: take, session: session, logger: logger) { events, db in
+            try await Self.ingest(events, handOff: handOff, db: db)
         }
     }
 
@@ -148,14 +128,18 @@ extension SQLiteEventStore {
     /// they cannot race); an id repeated within the batch is answered like a retry of its first
     /// occurrence. New events take their users' next sequence numbers in arrival order and are
     /// stored with their verification work items: a sequence number is never taken without its event.
-    private static func ingest(_ events: [IncomingEvent], db: SQLiteDB) async throws -> [Result<IngestReceipt, any Error>] {
+    /// With a `handOff` that allows the new events, their work items are written leased to its
+    /// owner, and answered with their tasks.
+    private static func ingest(
+        _ events: [IncomingEvent], handOff: (Int) -> HandOff?, db: SQLiteDB
+    ) async throws -> [Result<IngestWritten, any Error>] {
         func placeholders(_ rows: Int, _ columns: Int) -> String {
             let row = "(" + Array(repeating: "?", count: columns).joined(separator: ", ") + ")"
             return Array(repeating: row, count: rows).joined(separator: ", ")
         }
-        func answer(_ event: IncomingEvent, sequence: Int64, fingerprint: [UInt8]) -> Result<IngestReceipt, any Error> {
+        func answer(_ event: IncomingEvent, sequence: Int64, fingerprint: [UInt8]) -> Result<IngestWritten, any Error> {
             fingerprint == event.fingerprint
-                ? .success(IngestReceipt(id: event.id, sequence: sequence, isDuplicate: true))
+                ? .success(IngestWritten(receipt: IngestReceipt(id: event.id, sequence: sequence, isDuplicate: true)))
                 : .failure(IngestError.conflict(id: event.id))
         }
 
@@ -177,6 +161,7 @@ extension SQLiteEventStore {
             newPerUser[event.userID, default: 0] += 1
         }
         var nextSequence: [String: Int64] = [:]
+        var handedOff: [String: VerificationTask] = [:]
         if !newPerUser.isEmpty {
             let users = newPerUser.keys.sorted()
             for row in try await db.rows("""
@@ -197,22 +182,41 @@ extension SQLiteEventStore {
                 eventValues += [event.id, event.userID, sequence, event.type.rawValue, event.occurredAt, db.now,
                                 Blob(event.fingerprint), event.phoneNumber, event.echo?.serviceProvider, event.echo?.authorization.revealed,
                                 event.oauth2?.accessToken.revealed, event.path.rawValue]
-                workValues += [event.id, db.now, db.now]
+            }
+            let lease = handOff(fresh.count)
+            let leaseEnd = lease.map { db.now + $0.lease.microseconds }
+            for index in fresh {
+                // A leased item is due when its lease ends, as a claim leaves it.
+                workValues += [events[index].id, leaseEnd ?? db.now, lease == nil ? 0 : 1, lease?.owner, leaseEnd, db.now]
             }
             try await db.run("""
                 INSERT INTO events (id, user_id, sequence, type, occurred_at, received_at, fingerprint,
                                     pushed_phone_number, echo_service_provider, echo_authorization, oauth2_access_token, path)
                 VALUES \(placeholders(fresh.count, 12))
                 """, eventValues)
-            try await db.run(
-                "INSERT INTO work_items (kind, event_id, due_at, created_at) VALUES \(placeholders(fresh.count, 3).replacingOccurrences(of: "(?", with: "('verify', ?"))",
-                workValues
-            )
+            let items = try await db.rows("""
+                INSERT INTO work_items (kind, event_id, due_at, attempts, lease_owner, lease_expires_at, created_at)
+                VALUES \(placeholders(fresh.count, 6).replacingOccurrences(of: "(?", with: "('verify', ?"))
+                RETURNING id, event_id
+                """, workValues)
+            if lease != nil {
+                for row in items {
+                    let eventID = try row.string(1)
+                    guard let index = firstOccurrence[eventID], let sequence = stored[eventID]?.sequence else { continue }
+                    let event = events[index]
+                    handedOff[eventID] = VerificationTask(
+                        workItemID: try row.int64(0), eventID: eventID, type: event.type, userID: event.userID, sequence: sequence,
+                        occurredAt: event.occurredAt, pushedPhoneNumber: event.phoneNumber, echo: event.echo, oauth2: event.oauth2,
+                        attempts: 1)
+                }
+            }
         }
         return events.enumerated().map { index, event in
             guard let row = stored[event.id] else { return .failure(StoreError.unexpected("an event of a batch got no answer")) }
             if firstOccurrence[event.id] == index {
-                return .success(IngestReceipt(id: event.id, sequence: row.sequence, isDuplicate: false))
+                let task = handedOff[event.id]
+                return .success(IngestWritten(receipt: IngestReceipt(id: event.id, sequence: row.sequence, isDuplicate: false,
+                                                                     handedOff: task != nil), handedOff: task))
             }
             return answer(event, sequence: row.sequence, fingerprint: row.fingerprint)
         }

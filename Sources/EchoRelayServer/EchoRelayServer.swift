@@ -30,9 +30,18 @@ public enum EchoRelayServer {
         let verificationHandOffs = verificationInbox(configuration, processID: processID)
         let backend = try await StoreBackend.open(
             checked.location, workers: .init(wakes: [wakes.verify, wakes.delivery, wakes.replay], processID: processID),
-            sealer: checked.sealer, metrics: metrics, ingestWait: configuration.ingestWait, durability: configuration.durability,
+            sealer: checked.sealer, ingestWait: configuration.ingestWait, durability: configuration.durability,
             // Only an ingest-only process stores work that other processes must be woken for.
-            ingestWakesOtherProcesses: !configuration.role.runsWorkers, verificationHandOffs: verificationHandOffs, logger: logger
+            ingestWakesOtherProcesses: !configuration.role.runsWorkers, logger: logger
+        )
+        // What this process verifies, it delivers: outcomes hand their deliveries to it.
+        let deliveryHandOffs = configuration.role.runsWorkers
+            ? DeliveryWorker.inbox(owner: processID, configuration: DeliveryWorkerConfiguration(configuration)) : nil
+        let completers = Completers(
+            statements: backend.store, verifications: verificationHandOffs.map { HandOffTarget(inbox: $0, wake: wakes.verify) },
+            deliveries: deliveryHandOffs.map { HandOffTarget(inbox: $0, wake: wakes.delivery) }, ingestWait: configuration.ingestWait,
+            // The embedded store's writes are local: a larger batch costs no round trip.
+            maximumBatch: backend.sqlite == nil ? 64 : 256, metrics: metrics
         )
         let schemaReady = Gate(open: !configuration.migrateAtStart)
         let firstRun = try await prepareEmbeddedStore(backend, configuration, checked.ingestSecrets, schemaReady, logger: logger)
@@ -40,10 +49,10 @@ public enum EchoRelayServer {
         // Only a process that takes ingest reads the backlog: it is what the gate protects.
         let backlog = configuration.role.servesAPI ? configuration.backlogLimit.map(BacklogLimit.init) : nil
         let workers = makeWorkers(configuration, store: backend.store, announce: backend.announce, wakes: wakes,
-                                  processID: processID, verificationHandOffs: verificationHandOffs, ready: schemaReady,
-                                  metrics: metrics, logger: logger)
+                                  processID: processID, handOffs: (verificationHandOffs, deliveryHandOffs), completers: completers,
+                                  ready: schemaReady, metrics: metrics, logger: logger)
         let sharedSignals = self.sharedSignals(configuration, logger: logger)
-        let router = makeRouter(configuration, backend: backend, ingestSecrets: ingestSecrets, backlog: backlog, wakes: wakes,
+        let router = makeRouter(configuration, backend: backend, completers: completers, ingestSecrets: ingestSecrets, backlog: backlog, wakes: wakes,
                                 sharedSignals: sharedSignals, metrics: metrics, metricsRegistry: metricsRegistry,
                                 storeFigures: storeFigures, logger: logger)
         let poller: [any Service] = sharedSignals.map { signals in
@@ -51,12 +60,14 @@ public enum EchoRelayServer {
                                  workCreated: { wakes.workCreated(.verification, announce: backend.announce) }, logger: logger)]
         } ?? []
         // Started in this order and stopped in reverse: the server stops taking requests
-        // first, then the worker finishes what it holds, then the database client closes.
+        // first, then the workers finish what they hold, then the completers are idle, then
+        // the database client closes.
         let samplers: [any Service] = [
             MetricsSampler(store: backend.store, figures: storeFigures, interval: configuration.metricsSampleInterval, ready: schemaReady,
                            logger: logger),
         ]
         let services = backend.services
+            + [completers]
             + samplers
             + apiServices(configuration, store: backend.store, backlog: backlog, ready: schemaReady, metrics: metrics, logger: logger)
             + poller
@@ -106,7 +117,7 @@ public enum EchoRelayServer {
     /// The API's routes (or only the health and metrics routes, for a workers-only process)
     /// and what they need.
     static func makeRouter(
-        _ configuration: ServerConfiguration, backend: StoreBackend, ingestSecrets: [WebhookSecret], backlog: BacklogLimit?,
+        _ configuration: ServerConfiguration, backend: StoreBackend, completers: Completers, ingestSecrets: [WebhookSecret], backlog: BacklogLimit?,
         wakes: Wakes, sharedSignals: SharedSignals?, metrics: RelayMetrics, metricsRegistry: PrometheusCollectorRegistry,
         storeFigures: StoreFigures, logger: Logger
     ) -> Router<EchoRelayRequestContext> {
@@ -126,6 +137,7 @@ public enum EchoRelayServer {
             clientAddresses: ClientAddressRule(trustedProxies: configuration.trustedProxies),
             maxSubscriptionsPerApp: configuration.maxSubscriptionsPerApp, metricsToken: configuration.metricsToken,
             storeFigures: storeFigures,
+            ingest: { try await completers.ingest($0) },
             workCreated: { kind in wakes.workCreated(kind, announce: backend.announce) }
         ))
     }
@@ -227,12 +239,11 @@ public enum EchoRelayServer {
     /// The verify, delivery and replay workers, in the order they start.
     static func makeWorkers(
         _ configuration: ServerConfiguration, store: any EchoRelayStore, announce: @escaping @Sendable () -> Void, wakes: Wakes,
-        processID: String, verificationHandOffs: VerificationInbox?, ready: Gate, metrics: RelayMetrics, logger: Logger
+        processID: String, handOffs: (verifications: VerificationInbox?, deliveries: DeliveryInbox?), completers: Completers,
+        ready: Gate, metrics: RelayMetrics, logger: Logger
     ) -> [any Service] {
         let verifying = VerifyWorkerConfiguration(configuration)
         let delivering = DeliveryWorkerConfiguration(configuration)
-        // Both workers run in the same processes: what this process verifies, it delivers.
-        let handOffs = DeliveryWorker.inbox(owner: processID, configuration: delivering)
         let verifyWorker = VerifyWorker(
             store: store,
             policy: configuration.echo.isConfigured
@@ -241,14 +252,13 @@ public enum EchoRelayServer {
                 : nil,
             authorizationServer: configuration.oauth2?.authorizationServer,
             echoTimeout: configuration.echo.timeout, wake: wakes.verify, configuration: verifying,
-            owner: processID, ready: ready,
             // Other processes are woken by the outcome's own statement (`wakeOnOutcomes`).
-            deliveriesCreated: { claim in wakes.delivery.wake(claim: claim) }, handOffs: handOffs,
-            verificationHandOffs: verificationHandOffs, metrics: metrics, logger: logger
+            owner: processID, ready: ready, completers: completers,
+            verificationHandOffs: handOffs.verifications, metrics: metrics, logger: logger
         )
         let deliveryWorker = DeliveryWorker(
-            store: store, wake: wakes.delivery, configuration: delivering, owner: processID, handOffs: handOffs,
-            ready: ready, metrics: metrics, logger: logger
+            store: store, wake: wakes.delivery, configuration: delivering, owner: processID, handOffs: handOffs.deliveries,
+            completers: completers, ready: ready, metrics: metrics, logger: logger
         )
         let replayWorker = ReplayWorker(
             store: store, rate: configuration.delivery.replayRate, wake: wakes.replay, pollInterval: configuration.echo.pollInterval,
@@ -284,7 +294,7 @@ struct Wakes {
         case .verification:
             verify.wake()
         case .verificationHandedOff:
-            verify.wake(claim: false)
+            break  // the ingest completer woke it when it handed the verification off
         case .delivery:
             delivery.wake()
             announce()

@@ -69,9 +69,8 @@ struct StoreBackend {
     /// (default: `logger`).
     static func open(
         _ location: DatabaseLocation, workers: Workers? = nil, sealer: SecretSealer? = nil,
-        metrics: RelayMetrics = RelayMetrics(), ingestWait: Duration = .seconds(10), durability: Durability = .local,
-        ingestWakesOtherProcesses: Bool = false,
-        verificationHandOffs: VerificationInbox? = nil, logger: Logger, poolLogger: Logger? = nil
+        ingestWait: Duration = .seconds(10), durability: Durability = .local, ingestWakesOtherProcesses: Bool = false,
+        logger: Logger, poolLogger: Logger? = nil
     ) async throws -> StoreBackend {
         switch location {
         case .postgres(let url):
@@ -87,9 +86,9 @@ struct StoreBackend {
             let migrator = Migrator(client: client, logger: logger)
             return StoreBackend(
                 store: PostgresEventStore(
-                    client: client, logger: logger, sealer: sealer, metrics: metrics, ingestWait: ingestWait, durability: durability,
+                    client: client, logger: logger, sealer: sealer, ingestWait: ingestWait, durability: durability,
                     wakeOtherProcesses: ingestWakesOtherProcesses ? workers.map { WakeLimiter(payload: $0.processID) } : nil,
-                    wakeOnOutcomes: workers.map { WakeLimiter(payload: $0.processID) }, verificationHandOffs: verificationHandOffs
+                    wakeOnOutcomes: workers.map { WakeLimiter(payload: $0.processID) }
                 ),
                 services: [client] + (notifications.map { [$0] } ?? []),
                 announce: { notifications?.announce() },
@@ -99,7 +98,7 @@ struct StoreBackend {
             )
         case .sqlite(let path):
             // Takes the file's lock: a second process on the same file stops here, with a clear error.
-            let store = try await SQLiteEventStore.open(path: path, logger: logger, sealer: sealer, metrics: metrics, ingestWait: ingestWait)
+            let store = try await SQLiteEventStore.open(path: path, logger: logger, sealer: sealer)
             return StoreBackend(
                 store: store, services: [SQLiteStoreCloser(store: store)], announce: {},
                 migrate: { try await store.migrate() }, pendingMigrations: { try await store.pendingMigrations() }, sqlite: store

@@ -47,7 +47,9 @@ public struct DeliveryWorkerConfiguration: Sendable {
 public struct DeliveryWorker: Service, CustomStringConvertible {
     public var description: String { "DeliveryWorker" }
 
-    let store: any DeliveryStore
+    let store: any DeliveryStore & CompletionStatements
+    /// Where attempts are written; each queue's next delivery comes back to `handOffs`.
+    let completers: Completers
     let wake: WakeSignal
     let configuration: DeliveryWorkerConfiguration
     let owner: String
@@ -87,10 +89,14 @@ public struct DeliveryWorker: Service, CustomStringConvertible {
     /// When the hand-offs waiting in memory were last looked through for stale ones.
     let staleSweep = Pace()
 
-    public init(store: any DeliveryStore, wake: WakeSignal, configuration: DeliveryWorkerConfiguration, owner: String,
-                handOffs: DeliveryInbox? = nil, ready: Gate = Gate(open: true), metrics: RelayMetrics = RelayMetrics(),
-                logger: Logger) {
-        self.handOffs = handOffs ?? Self.inbox(owner: owner, configuration: configuration)
+    /// - completers: the process's (`serve` shares one between its workers); nil: its own,
+    ///   handing off to `handOffs`.
+    public init(store: any DeliveryStore & CompletionStatements, wake: WakeSignal, configuration: DeliveryWorkerConfiguration,
+                owner: String, handOffs: DeliveryInbox? = nil, completers: Completers? = nil, ready: Gate = Gate(open: true),
+                metrics: RelayMetrics = RelayMetrics(), logger: Logger) {
+        let handOffs = handOffs ?? Self.inbox(owner: owner, configuration: configuration)
+        self.handOffs = handOffs
+        self.completers = completers ?? Completers(statements: store, deliveries: HandOffTarget(inbox: handOffs, wake: wake), metrics: metrics)
         self.addressChecks = AddressChecks(configuration)
         self.metrics = metrics
         self.store = store
@@ -298,9 +304,7 @@ public struct DeliveryWorker: Service, CustomStringConvertible {
 
     /// Writes attempts in one transaction, leasing each queue's next delivery to this process.
     func writeAttempts(_ records: [AttemptRecord]) async -> [Result<FinishedWork, any Error>] {
-        await store.recordDeliveryAttempts(records, owner: owner, disableAfter: configuration.disableAfter,
-                                           handOff: handOffs.request(count: records.count),
-                                           perSubscriptionCap: claimCap)
+        await completers.record(records, owner: owner, disableAfter: configuration.disableAfter, perSubscriptionCap: claimCap)
     }
 
     /// The safety net of parking (`DeliveryStore.unparkStrandedDeliveries`): every poll
@@ -391,7 +395,6 @@ public struct DeliveryWorker: Service, CustomStringConvertible {
                                metadata: Self.metadata(task))
                 return .nothing
             }
-            handOffs.add(written.handedOff, first: true)  // older than what waits there: its queue moves on
         } catch {
             logger.error("recording the delivery attempt failed", metadata: Self.metadata(task, ["error": "\(error)"]))
             return .nothing

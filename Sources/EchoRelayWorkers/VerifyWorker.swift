@@ -41,11 +41,8 @@ public struct VerifyWorker: Service, CustomStringConvertible {
     let owner: String
     /// Opens once the schema is ready; the worker claims nothing before.
     let ready: Gate
-    /// Called after a verification committed that left deliveries to send: in this process's
-    /// inbox (`claim` false), or due where only a claim finds them (`claim` true).
-    let deliveriesCreated: @Sendable (_ claim: Bool) -> Void
-    /// Where the deliveries an outcome leases to this process go (nil: none are handed off).
-    let handOffs: DeliveryInbox?
+    /// Where outcomes are written; the deliveries they make go to the delivery worker from there.
+    let completers: Completers
     /// Events this process's ingest handed to it, leased already (nil: none).
     let verificationHandOffs: VerificationInbox?
     let claims = ClaimPacing()
@@ -56,15 +53,13 @@ public struct VerifyWorker: Service, CustomStringConvertible {
     public init(
         store: any EventStore, policy: EchoPolicy?, authorizationServer: AuthorizationServer? = nil, echoTimeout: Duration,
         wake: WakeSignal,
-        configuration: VerifyWorkerConfiguration, owner: String, ready: Gate = Gate(open: true),
-        deliveriesCreated: @escaping @Sendable (_ claim: Bool) -> Void = { _ in }, handOffs: DeliveryInbox? = nil,
+        configuration: VerifyWorkerConfiguration, owner: String, ready: Gate = Gate(open: true), completers: Completers,
         verificationHandOffs: VerificationInbox? = nil, metrics: RelayMetrics = RelayMetrics(), logger: Logger
     ) {
-        self.handOffs = handOffs
+        self.completers = completers
         self.verificationHandOffs = verificationHandOffs
         self.metrics = metrics
         self.ready = ready
-        self.deliveriesCreated = deliveriesCreated
         self.store = store
         self.policy = policy
         self.authorizationServer = authorizationServer
@@ -182,7 +177,7 @@ public struct VerifyWorker: Service, CustomStringConvertible {
 
     private func finish(_ task: VerificationTask, _ outcome: VerificationOutcome, answered: Logger.Metadata) async {
         do {
-            let written = try await store.finishVerification(task, owner: owner, outcome: outcome, handOff: handOffs?.request())
+            let written = try await completers.finish(task, owner: owner, outcome: outcome)
             if written.kept {
                 // A verified event is one line among many (debug, and the summary at info);
                 // a rejected or unverifiable one is what support looks for.
@@ -190,14 +185,6 @@ public struct VerifyWorker: Service, CustomStringConvertible {
                            metadata: Self.metadata(task, answered.merging(["verify.reason": "\(outcome.reason.rawValue)"]) { $1 }))
                 summary.count("events.\(outcome.status.rawValue)", logger: logger)
                 metrics.verificationFinished(status: outcome.status, reason: outcome.reason.rawValue)
-                handOffs?.add(written.handedOff)
-                // The delivery worker looks when there is something for it: due deliveries only a
-                // claim finds, or deliveries in its inbox. Waking it for nothing costs a claim.
-                if written.madeWorkDue {
-                    deliveriesCreated(true)
-                } else if !(handOffs?.isEmpty ?? true) {
-                    deliveriesCreated(false)
-                }
             } else {
                 logger.warning("lease lost before the outcome was recorded; another worker has the event",
                                metadata: Self.metadata(task, answered))

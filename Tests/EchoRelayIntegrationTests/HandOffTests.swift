@@ -160,34 +160,35 @@ import Testing
         }
     }
 
-    @Test func anIngestHandsItsEventsToTheVerifierOfItsProcessAndALapsedLeaseGoesToAnother() async throws {
-        try await TestDatabase.withFresh { database in
-            try await database.withClient { client in
-                _ = try await Migrator(client: client, logger: TestLogger.quiet).migrate()
-                // Leases of 8 s: long enough that a machine busy with the rest of the suite does
-                // not let one lapse before the steps that rely on it being held.
-                let inbox = VerificationInbox(handOff: HandOff(owner: "p1", lease: .seconds(8)), capacity: 1)
-                let store = PostgresEventStore(client: client, logger: TestLogger.quiet, verificationHandOffs: inbox)
-                #expect(try await store.ingest("e1", user: "u").handedOff, "its receipt says so: no claim is needed")
-                let handed = inbox.take(upTo: 10).map(\.item)
-                #expect(handed.map(\.eventID) == ["e1"])
-                #expect(handed.first?.echo != nil, "the worker gets the echo credentials in memory")
-                #expect(try await store.claimVerifications(owner: "p2", limit: 10, lease: .seconds(60)).isEmpty, "leased to p1")
+    /// On both stores: the ingest completer hands what it writes to the verifier's inbox.
+    @Test(arguments: [StoreKind.postgres, .sqlite])
+    func anIngestHandsItsEventsToTheVerifierOfItsProcessAndALapsedLeaseGoesToAnother(_ kind: StoreKind) async throws {
+        try await StoreHarness.withStore(kind) { store in
+            // Leases of 8 s: long enough that a machine busy with the rest of the suite does
+            // not let one lapse before the steps that rely on it being held.
+            let inbox = VerificationInbox(handOff: HandOff(owner: "p1", lease: .seconds(8)), capacity: 1)
+            let wake = WakeSignal()
+            let completers = Completers(statements: store, verifications: HandOffTarget(inbox: inbox, wake: wake))
+            #expect(try await completers.ingest(.example("e1", user: "u")).handedOff, "its receipt says so: no claim is needed")
+            #expect(!wake.takeClaimRequest(), "the verifier is woken for its inbox, not to claim")
+            let handed = inbox.take(upTo: 10).map(\.item)
+            #expect(handed.map(\.eventID) == ["e1"])
+            #expect(handed.first?.echo != nil, "the worker gets the echo credentials in memory")
+            #expect(try await store.claimVerifications(owner: "p2", limit: 10, lease: .seconds(60)).isEmpty, "leased to p1")
 
-                try await store.ingest("e2", user: "u")
-                #expect(try await !store.ingest("e3", user: "u").handedOff, "its receipt says a claim must find it")
-                #expect(inbox.take(upTo: 10).map(\.item.eventID) == ["e2"], "no room for e3: it is left to a claim")
-                #expect(try await store.claimVerifications(owner: "p2", limit: 10, lease: .seconds(60)).map(\.eventID) == ["e3"])
+            _ = try await completers.ingest(.example("e2", user: "u"))
+            #expect(try await !completers.ingest(.example("e3", user: "u")).handedOff, "its receipt says a claim must find it")
+            #expect(inbox.take(upTo: 10).map(\.item.eventID) == ["e2"], "no room for e3: it is left to a claim")
+            #expect(try await store.claimVerifications(owner: "p2", limit: 10, lease: .seconds(60)).map(\.eventID) == ["e3"])
 
-                // p1 dies with e1 and e2 in memory: their leases lapse and p2 claims them.
-                try await Task.sleep(for: .milliseconds(8_300))
-                let claimed = try await store.claimVerifications(owner: "p2", limit: 10, lease: .seconds(60))
-                #expect(claimed.map(\.eventID).sorted() == ["e1", "e2"])
-                #expect(claimed.allSatisfy { $0.attempts == 2 })
-                let first = try #require(handed.first)
-                #expect(try await !store.finishVerification(first, owner: "p1", outcome: .rejected(.unknownToken)),
-                        "p1's lease is over")
-            }
+            // p1 dies with e1 and e2 in memory: their leases lapse and p2 claims them.
+            try await Task.sleep(for: .milliseconds(8_300))
+            let claimed = try await store.claimVerifications(owner: "p2", limit: 10, lease: .seconds(60))
+            #expect(claimed.map(\.eventID).sorted() == ["e1", "e2"])
+            #expect(claimed.allSatisfy { $0.attempts == 2 })
+            let first = try #require(handed.first)
+            #expect(try await !store.finishVerification(first, owner: "p1", outcome: .rejected(.unknownToken)),
+                    "p1's lease is over")
         }
     }
 }

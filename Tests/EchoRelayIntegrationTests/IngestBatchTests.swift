@@ -22,21 +22,19 @@ import TestSupport
         )
     }
 
-    /// Writes one batch as the given store's flush does.
+    /// Writes one batch as the ingest completer's flush does.
     struct WriteBatch: Sendable {
-        let write: @Sendable ([IncomingEvent]) async throws -> [Result<IngestReceipt, any Error>]
-        func callAsFunction(_ events: [IncomingEvent]) async throws -> [Result<IngestReceipt, any Error>] { try await write(events) }
+        let store: any CompletionStatements
+        func callAsFunction(_ events: [IncomingEvent]) async throws -> [Result<IngestReceipt, any Error>] {
+            try await store.writeIngests(within: .seconds(60), handOff: { _ in nil }) { events }.map { $0.map(\.receipt) }
+        }
     }
 
     static func withPostgres(_ body: @Sendable (WriteBatch, TestDatabase) async throws -> Void) async throws {
         try await TestDatabase.withFresh { database in
             try await database.withClient { client in
                 _ = try await Migrator(client: client, logger: TestLogger.quiet).migrate()
-                try await body(WriteBatch { events in
-                    try await client.withConnection { connection in
-                        await PostgresEventStore.ingestBatch(events, on: connection, wakePayload: nil, handOffs: nil, logger: TestLogger.quiet)
-                    }
-                }, database)
+                try await body(WriteBatch(store: PostgresEventStore(client: client, logger: TestLogger.quiet)), database)
             }
         }
     }
@@ -48,9 +46,7 @@ import TestSupport
         let store = try await SQLiteEventStore.open(path: folder.appendingPathComponent("echorelay.sqlite").path, logger: TestLogger.quiet)
         do {
             try await store.migrate()
-            try await body(WriteBatch { events in
-                try await SQLiteEventStore.ingestBatch(take: { events }, session: store.session, logger: TestLogger.quiet)
-            }, store)
+            try await body(WriteBatch(store: store), store)
             try await store.close()
         } catch {
             try? await store.close()

@@ -63,12 +63,7 @@ extension StoreHarness {
 extension EventStore {
     @discardableResult
     func ingest(_ id: String, user: String, type: EventType = .tokenRotated, phone: String? = nil, body: String = "") async throws -> IngestReceipt {
-        try await ingest(IncomingEvent(
-            id: id, type: type, userID: user, occurredAt: Date(timeIntervalSince1970: 1_800_000_000), phoneNumber: phone,
-            echo: EchoCredentials(serviceProvider: "https://api.example.com/1.1/sdk/account.json",
-                                  authorization: Secret("OAuth oauth_token=\"t-\(id)\"")),
-            fingerprint: Array(SHA256.hash(data: Data((id + "|" + user + "|" + body).utf8)))
-        ))
+        try await ingest(IncomingEvent.example(id, user: user, type: type, phone: phone, body: body))
     }
 
     /// Claims every due verification and finishes each with `outcome` (verified by default).
@@ -121,3 +116,15 @@ extension DeliveryStore {
 }
 
 let supportActor = Principal(tokenID: nil, name: "conformance support", role: .support)
+
+extension IncomingEvent {
+    /// An echo event for `user`, its fingerprint from the id, the user and `body`.
+    static func example(_ id: String, user: String, type: EventType = .tokenRotated, phone: String? = nil, body: String = "") -> IncomingEvent {
+        IncomingEvent(
+            id: id, type: type, userID: user, occurredAt: Date(timeIntervalSince1970: 1_800_000_000), phoneNumber: phone,
+            echo: EchoCredentials(serviceProvider: "https://api.example.com/1.1/sdk/account.json",
+                                  authorization: Secret("OAuth oauth_token=\"t-\(id)\"")),
+            fingerprint: Array(SHA256.hash(data: Data((id + "|" + user + "|" + body).utf8)))
+        )
+    }
+}
