@@ -20,12 +20,23 @@ public struct VerifyWorkerConfiguration: Sendable {
     public var concurrency = 32
 
     public init() {}
+
+    /// What of these the queue keeps to.
+    var queue: VerificationQueueConfiguration {
+        var queue = VerificationQueueConfiguration()
+        queue.lease = lease
+        queue.pollInterval = pollInterval
+        queue.shutdownGrace = shutdownGrace
+        queue.concurrency = concurrency
+        return queue
+    }
 }
 
-/// Verifies pending events: claims due items in batches under a lease, asks the provider over
-/// the event's path (OAuth Echo, or OAuth 2 introspection and UserInfo), and records the
-/// outcome (docs/identity-provider.md, the outcome tables). An event that came as a Security
-/// Event Token is recorded verified by its signature.
+/// Verifies pending events: asks the provider over the event's path (OAuth Echo, or OAuth 2
+/// introspection and UserInfo) and classifies its answer into an outcome or a later try
+/// (docs/identity-provider.md, the outcome tables). An event that came as a Security Event
+/// Token is verified by its signature. What to verify, and the record of each outcome, are
+/// the queue's (`VerificationQueue`).
 public struct VerifyWorker: Service, CustomStringConvertible {
     public var description: String { "VerifyWorker" }
 
@@ -36,18 +47,10 @@ public struct VerifyWorker: Service, CustomStringConvertible {
     let authorizationServer: AuthorizationServer?
     /// The time limit of one request to the provider (echo, introspection or UserInfo).
     let echoTimeout: Duration
-    let wake: WakeSignal
     let configuration: VerifyWorkerConfiguration
-    let owner: String
+    let queue: VerificationQueue
     /// Opens once the schema is ready; the worker claims nothing before.
     let ready: Gate
-    /// Where outcomes are written; the deliveries they make go to the delivery worker from there.
-    let completers: Completers
-    /// Events this process's ingest handed to it, leased already (nil: none).
-    let verificationHandOffs: VerificationInbox?
-    let claims = ClaimPacing()
-    let summary = OutcomeSummary("events verified", keys: ["events.verified", "events.rejected", "events.unverifiable"])
-    let metrics: RelayMetrics
     let logger: Logger
 
     public init(
@@ -56,17 +59,14 @@ public struct VerifyWorker: Service, CustomStringConvertible {
         configuration: VerifyWorkerConfiguration, owner: String, ready: Gate = Gate(open: true), completers: Completers,
         verificationHandOffs: VerificationInbox? = nil, metrics: RelayMetrics = RelayMetrics(), logger: Logger
     ) {
-        self.completers = completers
-        self.verificationHandOffs = verificationHandOffs
-        self.metrics = metrics
-        self.ready = ready
+        queue = VerificationQueue(store: store, wake: wake, configuration: configuration.queue, owner: owner,
+                                  handOffs: verificationHandOffs, completers: completers, metrics: metrics, logger: logger)
         self.store = store
         self.policy = policy
         self.authorizationServer = authorizationServer
         self.echoTimeout = echoTimeout
-        self.wake = wake
         self.configuration = configuration
-        self.owner = owner
+        self.ready = ready
         self.logger = logger
     }
 
@@ -78,67 +78,29 @@ public struct VerifyWorker: Service, CustomStringConvertible {
                 OAuth2Client(server: $0, timeout: echoTimeout, connectionsPerHost: configuration.concurrency)
             }
         )
-        let stopping = StopFlag()
-        await withGracefulShutdownHandler {
-            await ready.wait()
-            await work(clients: clients, until: stopping)
-        } onGracefulShutdown: {
-            stopping.set()
-            wake.wake()
-            ready.open()  // a worker still waiting for the schema just exits
-        }
+        await queue.run(ready: ready) { task in try await work(task, clients: clients) }
         await clients.echo?.shutdown()
         await clients.oauth2?.shutdown()
     }
 
-    private func work(clients: ProviderClients, until stopping: StopFlag) async {
-        let loop = WorkLoop(concurrency: configuration.concurrency, pollInterval: configuration.pollInterval,
-                            shutdownGrace: configuration.shutdownGrace, wake: wake, logger: logger)
-        await loop.run(until: stopping) { free in
-            // The events ingest handed over first, then a claim for the rest when it is due.
-            let asked = wake.takeClaimRequest()
-            return try await claims.after((verificationHandOffs?.take(upTo: free) ?? []).map(\.item), free: free, every: configuration.pollInterval,
-                                          asked: asked) { room in
-                try await store.claimVerifications(owner: owner, limit: room, lease: configuration.lease)
-            }
-        } process: { task in
-            await process(task, clients: clients)
-            return .nothing  // its deliveries wake the delivery workers (`deliveriesCreated`), not this loop
-        }
-    }
-
-    func process(_ task: VerificationTask, clients: ProviderClients) async {
+    /// Decides one event: its outcome, or when to try again (after the last try of the
+    /// schedule, unverifiable for the reason the tries failed).
+    func work(_ task: VerificationTask, clients: ProviderClients) async throws -> VerificationResult {
         // What the provider said, for the log lines that follow.
         var answered: Logger.Metadata = [:]
-        do {
-            let decision = try await decide(task, clients: clients, answered: &answered)
-            if Task.isCancelled {
-                // Hard stop mid-request: give the item back for another worker.
-                await Task { try? await store.releaseVerification(task, owner: owner) }.value
-                return
-            }
-            let exhausted: VerificationReason
-            switch decision {
-            case .final(let outcome):
-                await finish(task, outcome, answered: answered)
-                return
-            case .retry:
-                exhausted = .providerUnavailable
-            case .retryOrGiveUp(let reason):
-                exhausted = reason
-            }
-            guard task.attempts <= configuration.retrySchedule.count else {
-                await finish(task, .unverifiable(exhausted), answered: answered)
-                return
-            }
-            let delay = configuration.retrySchedule[task.attempts - 1]
-            logger.notice(exhausted == .providerUnavailable ? "provider unavailable, will retry" : "provider refused EchoRelay's credentials, will retry",
-                          metadata: Self.metadata(task, answered.merging(["retry.in": "\(DurationText.format(delay))"]) { $1 }))
-            _ = try await store.retryVerification(task, owner: owner, after: delay)
-        } catch {
-            // The lease runs out and another try follows.
-            logger.error("recording the verification failed", metadata: Self.metadata(task, answered.merging(["error": "\(error)"]) { $1 }))
+        let exhausted: VerificationReason
+        switch try await decide(task, clients: clients, answered: &answered) {
+        case .final(let outcome):
+            return VerificationResult(.finish(outcome), answered: answered)
+        case .retry:
+            exhausted = .providerUnavailable
+        case .retryOrGiveUp(let reason):
+            exhausted = reason
         }
+        guard task.attempts <= configuration.retrySchedule.count else {
+            return VerificationResult(.finish(.unverifiable(exhausted)), answered: answered)
+        }
+        return VerificationResult(.retry(after: configuration.retrySchedule[task.attempts - 1], reason: exhausted), answered: answered)
     }
 
     /// Asks the provider by the event's path, or decides without asking.
@@ -163,36 +125,12 @@ public struct VerifyWorker: Service, CustomStringConvertible {
     /// An event of a path this process has no provider for: another process may, so support
     /// re-verifies it once the setting is fixed.
     private func notConfigured(_ task: VerificationTask, _ setting: String) -> VerificationDecision {
-        logger.error("an event needs a provider this process is not configured for", metadata: Self.metadata(task, [
+        logger.error("an event needs a provider this process is not configured for", metadata: VerificationQueue.metadata(task, [
             "verify.path": "\(task.path.rawValue)", "setting": "\(setting)",
         ]))
         return .final(.unverifiable(.providerNotConfigured))
     }
 
-    /// What a log line about `task` carries. Built only for a line that is written: setting
-    /// a logger's metadata key by key formatted it anew each time (3% of serve's CPU in perf).
-    static func metadata(_ task: VerificationTask, _ more: Logger.Metadata = [:]) -> Logger.Metadata {
-        more.merging(["event.id": "\(task.eventID)", "user.id": "\(task.userID)", "verify.attempt": "\(task.attempts)"]) { mine, _ in mine }
-    }
-
-    private func finish(_ task: VerificationTask, _ outcome: VerificationOutcome, answered: Logger.Metadata) async {
-        do {
-            let written = try await completers.finish(task, owner: owner, outcome: outcome)
-            if written.kept {
-                // A verified event is one line among many (debug, and the summary at info);
-                // a rejected or unverifiable one is what support looks for.
-                logger.log(level: outcome.status == .verified ? .debug : .notice, "event \(outcome.status.rawValue)",
-                           metadata: Self.metadata(task, answered.merging(["verify.reason": "\(outcome.reason.rawValue)"]) { $1 }))
-                summary.count("events.\(outcome.status.rawValue)", logger: logger)
-                metrics.verificationFinished(status: outcome.status, reason: outcome.reason.rawValue)
-            } else {
-                logger.warning("lease lost before the outcome was recorded; another worker has the event",
-                               metadata: Self.metadata(task, answered))
-            }
-        } catch {
-            logger.error("recording the verification failed", metadata: Self.metadata(task, answered.merging(["error": "\(error)"]) { $1 }))
-        }
-    }
 }
 
 /// The HTTP clients of the providers this process verifies with.

@@ -64,7 +64,7 @@ import Testing
             _ = try await subscriber.waitForDeliveries(count: 2, within: .seconds(10))
             // The first two webhooks are out for 300 ms; the claim leased more behind them.
             #expect(try await database.count("deliveries", where: "status = 'pending' AND lease_owner = 'worker'")
-                    == 2 * DeliveryWorker.claimCapPerSlot)
+                    == 2 * DeliveryQueue.claimCapPerSlot)
             let received = try await subscriber.waitForDeliveries(count: events, within: .seconds(30))
             #expect(Set(received.compactMap(\.webhookID)).count == events, "each delivery once")
             // Each webhook is answered 300 ms after it arrives: no three arrive within 250 ms.
@@ -84,7 +84,7 @@ import Testing
         try await Self.withWorker(cap: 2, concurrency: 2, events: 12, answerAfter: .milliseconds(500)) { _, database, subscriber, _ in
             _ = try await subscriber.waitForDeliveries(count: 2, within: .seconds(10))
             #expect(try await database.count("deliveries", where: "status = 'pending' AND lease_owner = 'worker'")
-                    == 2 * DeliveryWorker.claimCapPerSlot)
+                    == 2 * DeliveryQueue.claimCapPerSlot)
             let received = try await subscriber.waitForDeliveries(count: 12, within: .seconds(30))
             #expect(Set(received.compactMap(\.webhookID)).count == 12, "each delivery once")
         }

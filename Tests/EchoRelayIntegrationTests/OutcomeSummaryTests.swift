@@ -1,5 +1,5 @@
 import EchoRelayCore
-@testable import EchoRelayWorkers
+import EchoRelayQueue
 import InMemoryLogging
 import Logging
 import Testing

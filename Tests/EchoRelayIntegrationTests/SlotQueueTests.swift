@@ -62,7 +62,7 @@ import Testing
 }
 
 /// A hand-off that waited for its subscription's slot is sent as it was loaded only within
-/// `DeliveryWorker.loadedFresh` of its hand-off; past that it is loaded again first, so one
+/// `DeliveryQueue.loadedFresh` of its hand-off; past that it is loaded again first, so one
 /// whose subscription was deleted meanwhile (its deliveries cancelled) is not sent.
 @Suite struct WaitedForASlotTests {
     @Test func aHandOffThatWaitedLongForASlotIsLoadedAgainAndNotSentOnceItsLeaseWasTakenBack() async throws {
@@ -81,7 +81,7 @@ import Testing
 }
 
 /// A hand-off is sent from memory only while its lease leaves room for a webhook and its
-/// record (`DeliveryWorker.sendableFor`): what waits past that time behind a slow subscriber
+/// record (`DeliveryQueue.sendableFor`): what waits past that time behind a slow subscriber
 /// is forgotten, and once its lease lapses a claim sends it, once. Sent later from memory, a
 /// claim could take it while its webhook was still out.
 @Suite struct StaleHandOffTests {

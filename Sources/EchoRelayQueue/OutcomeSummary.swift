@@ -5,19 +5,19 @@ import Synchronization
 /// per item (those are `debug`; retries, refusals and dead letters keep their own lines). The
 /// report rides on the first outcome after the interval: no timer, and nothing is said while
 /// nothing happens.
-final class OutcomeSummary: Sendable {
+public final class OutcomeSummary: Sendable {
     private struct Counts {
         var values: [String: Int]
         var since: ContinuousClock.Instant
     }
 
     private let counts: Mutex<Counts>
-    let message: Logger.Message
+    public let message: Logger.Message
     /// The metadata keys of the report, one per kind of outcome, each reported even at zero.
-    let keys: [String]
-    let interval: Duration
+    public let keys: [String]
+    public let interval: Duration
 
-    init(_ message: Logger.Message, keys: [String], interval: Duration = .seconds(10)) {
+    public init(_ message: Logger.Message, keys: [String], interval: Duration = .seconds(10)) {
         self.message = message
         self.keys = keys
         self.interval = interval
@@ -25,7 +25,7 @@ final class OutcomeSummary: Sendable {
     }
 
     /// Counts one outcome under `key`, one of `keys`.
-    func count(_ key: String, logger: Logger) {
+    public func count(_ key: String, logger: Logger) {
         let now = ContinuousClock.now
         let report = counts.withLock { counts -> Counts? in
             counts.values[key, default: 0] += 1
