@@ -53,6 +53,12 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // The select lists the two stores share, beside the domain's row readers: Core holds no SQL.
+        .target(
+            name: "EchoRelaySQL",
+            dependencies: ["EchoRelayCore"],
+            swiftSettings: swiftSettings
+        ),
         // The wire contract: the JSON bodies of the HTTP API, encoded by the handlers and
         // decoded by the CLI; openapi.yaml is held to them by OpenAPITests.
         .target(
@@ -88,7 +94,8 @@ let package = Package(
             name: "EchoRelayPostgres",
             dependencies: [
                 "EchoRelayCore",
-                "EchoRelayQueue",  // the committers and time limits, until the queue owns them
+                "EchoRelaySQL",
+                "EchoRelayQueue",  // time limits: a statement never answered, a host that does not answer
                 "EchoRelaySchema",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "_ConnectionPoolModule", package: "postgres-nio"),      // the pool's errors, by value
@@ -103,7 +110,7 @@ let package = Package(
             name: "EchoRelaySQLite",
             dependencies: [
                 "EchoRelayCore",
-                "EchoRelayQueue",  // the committers, until the queue owns them
+                "EchoRelaySQL",
                 "EchoRelaySchema",
                 .product(name: "SQLiteNIO", package: "sqlite-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),        // ByteBuffer, for BLOB binds

@@ -108,14 +108,6 @@ public struct StoredEvent: Sendable, Equatable {
 }
 
 extension StoredEvent {
-    /// What a list of events reads of `events e`, in the order `init(summaryRow:)` reads it.
-    public static let summaryColumns = """
-        e.id, e.type, e.user_id, e.sequence, e.occurred_at, e.received_at, e.status, e.status_reason,
-        e.decided_at, e.verified_at, e.pruned_at, e.reason
-        """
-    /// A list's columns, then the provider's answer, the source and the path: what `init(row:)` reads.
-    public static let columns = summaryColumns + ", e.provider_user_id, e.provider_phone_number, e.source, e.path"
-
     public init(row: some StoreRow) throws {
         try self.init(summaryRow: row)
         providerUserID = try row.optionalString(12)

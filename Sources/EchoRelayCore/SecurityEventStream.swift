@@ -85,12 +85,6 @@ public struct SecurityEventStream: Sendable, Equatable {
 }
 
 extension SecurityEventStream {
-    /// What `init(row:)` reads of `set_stream`, in order.
-    public static let columns = """
-        stream_id, delivery, endpoint_url, configuration, status, status_reason, status_checked_at, verification_state,
-        verification_requested_at, verification_outcome, verification_elapsed_ms, created_at, updated_at
-        """
-
     public init(row: some StoreRow) throws {
         let verification: Verification? = if let state = try row.optionalString(7), let requestedAt = try row.optionalDate(8),
                                               let outcome = try row.optionalString(9).flatMap(Verification.Outcome.init(rawValue:)) {

@@ -145,11 +145,6 @@ public struct SecurityEventRecord: Sendable, Equatable {
 }
 
 extension SecurityEventRecord {
-    /// What `init(row:)` reads of `security_events`, in order.
-    public static let columns = """
-        number, issuer, jti, event_type, issued_at, received_at, subject, disposition, note, verification_state, event_id
-        """
-
     public init(row: some StoreRow) throws {
         let number = try row.int64(0)
         self.init(

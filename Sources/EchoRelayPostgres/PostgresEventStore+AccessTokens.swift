@@ -1,4 +1,5 @@
 import EchoRelayCore
+import EchoRelaySQL
 import Foundation
 import PostgresNIO
 

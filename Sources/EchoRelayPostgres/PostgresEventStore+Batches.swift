@@ -1,5 +1,4 @@
 import EchoRelayCore
-import EchoRelayQueue
 import PostgresNIO
 
 /// The batch writes the queue's completers call (`CompletionStatements`): ingests,

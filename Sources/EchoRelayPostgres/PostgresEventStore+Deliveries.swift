@@ -1,5 +1,5 @@
 import EchoRelayCore
-import EchoRelayQueue
+import EchoRelaySQL
 import Foundation
 import PostgresNIO
 

@@ -1,4 +1,5 @@
 import EchoRelayCore
+import EchoRelaySQL
 import EchoRelayQueue
 import EchoRelaySchema
 import Foundation

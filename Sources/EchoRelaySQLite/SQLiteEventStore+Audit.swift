@@ -1,4 +1,5 @@
 import EchoRelayCore
+import EchoRelaySQL
 
 extension SQLiteEventStore {
     /// Writes one audit entry in the caller's transaction, so an action and its entry commit together.

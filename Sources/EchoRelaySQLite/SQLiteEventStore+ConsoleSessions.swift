@@ -1,4 +1,5 @@
 import EchoRelayCore
+import EchoRelaySQL
 
 extension SQLiteEventStore {
     public func createConsoleSession(keyHash: [UInt8], _ newSession: ConsoleSession) async throws {

@@ -1,4 +1,5 @@
 import EchoRelayCore
+import EchoRelaySQL
 
 extension SQLiteEventStore {
     /// A delivery row to create: the original one of a verified event, or a replayed one.

@@ -1,4 +1,5 @@
 import EchoRelayCore
+import EchoRelaySQL
 
 extension SQLiteEventStore {
     public func receiveSecurityEvent(_ received: ReceivedSecurityEvent) async throws -> SecurityEventReceipt {

@@ -1,4 +1,5 @@
 import EchoRelayCore
+import EchoRelaySQL
 
 extension SQLiteEventStore {
     public func subscriptionDeliveries(subscriptionID: String, _ filter: SubscriptionDeliveryFilter, beforeID: Int64?,

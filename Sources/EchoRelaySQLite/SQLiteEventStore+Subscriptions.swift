@@ -1,4 +1,5 @@
 import EchoRelayCore
+import EchoRelaySQL
 
 extension SQLiteEventStore {
     public func createSubscription(_ fields: SubscriptionFields, ownerTokenID: String?, secret: String, limit: Int?,

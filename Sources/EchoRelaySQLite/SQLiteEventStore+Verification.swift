@@ -1,5 +1,5 @@
 import EchoRelayCore
-import EchoRelayQueue
+import EchoRelaySQL
 
 extension SQLiteEventStore {
     public func claimVerifications(owner: String, limit: Int, lease: Duration) async throws -> [VerificationTask] {

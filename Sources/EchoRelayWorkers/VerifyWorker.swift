@@ -78,7 +78,7 @@ public struct VerifyWorker: Service, CustomStringConvertible {
                 OAuth2Client(server: $0, timeout: echoTimeout, connectionsPerHost: configuration.concurrency)
             }
         )
-        await queue.run(ready: ready) { task in try await work(task, clients: clients) }
+        await queue.run(ready: ready) { task in await Result { try await work(task, clients: clients) } }
         await clients.echo?.shutdown()
         await clients.oauth2?.shutdown()
     }

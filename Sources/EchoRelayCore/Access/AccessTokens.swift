@@ -50,9 +50,6 @@ public struct AccessTokenRecord: Sendable, Equatable {
 }
 
 extension AccessTokenRecord {
-    /// What `init(row:)` reads of `access_tokens`, in order.
-    public static let columns = "id, name, role, created_at, revoked_at"
-
     public init(row: some StoreRow) throws {
         let id = try row.string(0)
         self.init(id: id, name: try row.string(1), role: try row.value(2, "role of access token \(id)"), createdAt: try row.date(3),

@@ -23,10 +23,6 @@ public struct ConsoleSession: Sendable, Equatable {
 }
 
 extension ConsoleSession {
-    /// What `init(row:)` reads of a session `s` and its access token `t` (none for
-    /// `ECHORELAY_ADMIN_TOKEN`'s), in order; the name is the token's current one if it has a row.
-    public static let columns = "s.token_id, coalesce(t.name, s.name), s.role, s.form_token, s.expires_at, s.credential_sha256"
-
     public init(row: some StoreRow) throws {
         self.init(principal: Principal(tokenID: try row.optionalString(0), name: try row.string(1),
                                        role: try row.value(2, "role of a console session")),

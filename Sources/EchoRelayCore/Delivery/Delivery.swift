@@ -111,9 +111,6 @@ public struct DeliveryAttempt: Sendable, Equatable {
 }
 
 extension DeliveryAttempt {
-    /// What `init(row:)` reads of `delivery_attempts a`, in order.
-    public static let columns = "a.started_at, a.duration_ms, a.status_code, a.error_kind, a.error, a.response_head"
-
     public init(row: some StoreRow) throws {
         self.init(
             startedAt: try row.date(0), duration: .milliseconds(try row.int(1)), statusCode: try row.optionalInt(2),
@@ -169,12 +166,6 @@ public struct DeliveryRecord: Sendable, Equatable {
 }
 
 extension DeliveryRecord {
-    /// What `init(row:)` reads of `deliveries`, in order. The first, `id`, is the stores': they
-    /// find the delivery's attempts by it.
-    public static let columns = """
-        id, subscription_id, webhook_id, status, created_at, finished_at, CASE WHEN status = 'pending' THEN due_at END, replay_id
-        """
-
     /// Without its attempts, which are read on their own.
     public init(row: some StoreRow) throws {
         self.init(

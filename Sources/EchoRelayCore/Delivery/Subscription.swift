@@ -19,12 +19,6 @@ public struct Subscription: Sendable, Equatable {
 }
 
 extension Subscription {
-    /// What `init(row:)` reads of `subscriptions`, in order; `seq`, last, is a list's cursor.
-    public static let columns = """
-        id, owner_token_id, url, event_types, description, ordered, enabled, disabled_reason,
-        created_at, updated_at, last_success_at, failing_since, seq
-        """
-
     public init(row: some StoreRow) throws {
         self.init(
             id: try row.string(0), ownerTokenID: try row.optionalString(1), url: try row.string(2),

@@ -39,13 +39,6 @@ public struct SubscriptionDelivery: Sendable, Equatable {
 }
 
 extension SubscriptionDelivery {
-    /// What `init(row:)` reads of a delivery `d` and its event `e`, in order.
-    public static let columns = """
-        d.id, d.event_id, d.user_id, e.type, d.sequence, d.replay_id, d.webhook_id, d.status, d.attempts,
-        d.created_at, d.finished_at, CASE WHEN d.status = 'pending' THEN d.due_at END,
-        (SELECT a.status_code FROM delivery_attempts a WHERE a.delivery_id = d.id ORDER BY a.id DESC LIMIT 1)
-        """
-
     public init(row: some StoreRow) throws {
         let eventID = try row.string(1)
         self.init(

@@ -16,11 +16,6 @@ public struct AuditEntry: Sendable, Equatable {
 }
 
 extension AuditEntry {
-    /// What `init(row:)` reads of `audit_log`, in order.
-    public static let columns = """
-        id, at, actor_token_id, actor_name, actor_role, action, target, CAST(filter AS text), matched, reason
-        """
-
     public init(row: some StoreRow) throws {
         self.init(
             id: try row.int64(0), at: try row.date(1), actorTokenID: try row.optionalString(2), actorName: try row.string(3),

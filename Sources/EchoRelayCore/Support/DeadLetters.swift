@@ -41,13 +41,6 @@ public struct DeadLetter: Sendable, Equatable {
 }
 
 extension DeadLetter {
-    /// What `init(row:)` reads of a delivery `d` and its event `e`, in order; after them each
-    /// store selects the last attempt's status code and error, as it finds that attempt.
-    public static let columns = """
-        d.id, d.event_id, d.subscription_id, d.replay_id, d.user_id, e.type, d.sequence, d.webhook_id,
-        d.attempts, e.received_at, coalesce(d.finished_at, d.created_at)
-        """
-
     public init(row: some StoreRow) throws {
         let eventID = try row.string(1)
         self.init(

@@ -127,16 +127,6 @@ public struct Replay: Sendable, Equatable {
 }
 
 extension Replay {
-    /// What `init(row:)` reads of a replay `r` and its deliveries `d`, grouped by `r.id`.
-    public static let columns = """
-        r.id, r.kind, r.state, r.reason, r.actor_name, r.actor_role, r.event_id, CAST(r.filter AS text),
-        r.matched, r.sent, r.cursor_done, r.created_at, r.cancelled_at,
-        CAST(count(*) FILTER (WHERE d.status = 'delivered') AS integer),
-        CAST(count(*) FILTER (WHERE d.status = 'dead') AS integer),
-        CAST(count(*) FILTER (WHERE d.status = 'pending') AS integer),
-        max(d.finished_at)
-        """
-
     /// Its state follows from its deliveries: completed once all are created and none is pending.
     public init(row: some StoreRow) throws {
         let createdAt = try row.date(11)

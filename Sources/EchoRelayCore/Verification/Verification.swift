@@ -134,9 +134,6 @@ public struct UserState: Sendable, Equatable {
 }
 
 extension UserState {
-    /// What `init(row:)` reads of `users`, in order.
-    public static let columns = "user_id, state, phone_number, last_sequence, last_event_at, updated_at"
-
     public init(row: some StoreRow) throws {
         self.init(userID: try row.string(0), state: try row.value(1, "state of a user"), phoneNumber: try row.optionalString(2),
                   lastSequence: try row.int64(3), lastEventAt: try row.date(4), updatedAt: try row.date(5))

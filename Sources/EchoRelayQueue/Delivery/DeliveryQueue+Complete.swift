@@ -2,9 +2,10 @@ import EchoRelayCore
 import Logging
 
 extension DeliveryQueue {
-    /// Once `outgoing`'s webhook has been answered (`record`): frees its slot, writes the
-    /// attempt with its siblings', and says what it left for the loop to send next.
-    func complete(_ outgoing: Outgoing, answered record: AttemptRecord) async -> WorkLeft {
+    /// Once `outgoing`'s webhook has been answered (`record`, a hard stop's cancellation too):
+    /// frees its slot, writes the attempt with its siblings', and says what it left for the
+    /// loop to send next. Cancelled, it gives the delivery back and records nothing.
+    public func complete(_ outgoing: Outgoing, _ record: AttemptRecord) async -> WorkLeft {
         let task = outgoing.task
         inFlight.finished(task.subscriptionID)
         answered.insert(task.deliveryID)

@@ -6,10 +6,7 @@ import ServiceLifecycle
 /// order for ordered subscriptions) and hand-offs, within each subscription's slots; and,
 /// once the worker has sent one, its attempt written through the completers with its
 /// siblings'. The worker only signs, posts and classifies (`send`).
-public final class DeliveryQueue: Sendable {
-    /// Sends one delivery and says what came of its answer (a hard stop's cancellation, too:
-    /// the queue then gives the delivery back and records nothing).
-    public typealias Send = @Sendable (Outgoing) async -> AttemptRecord
+public final class DeliveryQueue: WorkKind {
 
     let store: any DeliveryStore
     let wake: WakeSignal
@@ -40,7 +37,7 @@ public final class DeliveryQueue: Sendable {
     let claimRunner = ClaimRunner()
     let claimFailures = SharedCount()
     /// Set at a graceful stop: the loop ends, and a claim running is cancelled.
-    let stopping = StopFlag()
+    public let stopping = StopFlag()
     /// Deliveries whose webhook has been answered and whose attempt is being recorded: they
     /// keep their lease until the record commits (and a sibling's linger), but no longer a
     /// slot of their subscription's cap, so a claim does not count them.
@@ -70,32 +67,24 @@ public final class DeliveryQueue: Sendable {
         DeliveryInbox(handOff: HandOff(owner: owner, lease: lease), capacity: nil)
     }
 
-    /// Works until the graceful stop, `concurrency` webhooks at a time, each sent by `send`.
-    public func run(ready: Gate, send: @escaping Send) async {
-        await withGracefulShutdownHandler {
-            await ready.wait()
-            let loop = WorkLoop(concurrency: configuration.concurrency, pollInterval: configuration.pollInterval,
-                                shutdownGrace: configuration.shutdownGrace, wake: wake, logger: logger)
-            await withDiscardingTaskGroup { group in
-                group.addTask { await self.sweepParked() }
-                await loop.run(until: stopping) { free in
-                    try await self.nextDeliveries(upTo: free)
-                } process: { outgoing in
-                    await self.complete(outgoing, answered: await send(outgoing))
-                }
-            }
-        } onGracefulShutdown: {
-            self.stopping.set()
-            self.wake.wake()
-            ready.open()
-        }
-        await claimRunner.finish()
-        await releaseWaitingHandOffs()
+    public var loop: WorkLoop {
+        WorkLoop(concurrency: configuration.concurrency, pollInterval: configuration.pollInterval,
+                 shutdownGrace: configuration.shutdownGrace, wake: wake, logger: logger)
     }
 
-    /// At a stop, gives back the hand-offs that never went out, so that another process
-    /// sends them at once rather than when their leases lapse: under a backlog, thousands.
-    func releaseWaitingHandOffs() async {
+    public func next(upTo free: Int) async throws -> [Outgoing] {
+        try await nextDeliveries(upTo: free)
+    }
+
+    public func alongside() async {
+        await sweepParked()
+    }
+
+    /// At a stop, once the claim running has ended, gives back the hand-offs that never went
+    /// out, so that another process sends them at once rather than when their leases lapse:
+    /// under a backlog, thousands.
+    public func stopped() async {
+        await claimRunner.finish()
         let waiting = handOffs.take(upTo: .max).map(\.item)
             + (waitingForSlot.take(upTo: .max) { _ in .max } + claimedAhead.take(upTo: .max) { _ in .max }).map(\.item.deliveryID)
         guard !waiting.isEmpty else { return }

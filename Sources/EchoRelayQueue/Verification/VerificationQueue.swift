@@ -6,11 +6,7 @@ import ServiceLifecycle
 /// handed over, then a claim for the rest when one is due — and, once the worker has decided
 /// one, its outcome written through the completers, or its next try scheduled. The worker only
 /// asks the provider and classifies (`Work`).
-public final class VerificationQueue: Sendable {
-    /// Decides one event; throws when a store read it needed failed (its lease then lapses,
-    /// and another try follows).
-    public typealias Work = @Sendable (VerificationTask) async throws -> VerificationResult
-
+public final class VerificationQueue: WorkKind {
     let store: any EventStore
     let wake: WakeSignal
     let configuration: VerificationQueueConfiguration
@@ -22,6 +18,7 @@ public final class VerificationQueue: Sendable {
     let summary = OutcomeSummary("events verified", keys: ["events.verified", "events.rejected", "events.unverifiable"])
     let metrics: RelayMetrics
     let logger: Logger
+    public let stopping = StopFlag()
 
     public init(store: any EventStore, wake: WakeSignal, configuration: VerificationQueueConfiguration, owner: String,
                 handOffs: VerificationInbox?, completers: Completers, metrics: RelayMetrics, logger: Logger) {
@@ -35,28 +32,13 @@ public final class VerificationQueue: Sendable {
         self.logger = logger
     }
 
-    /// Works until the graceful stop, `concurrency` events at a time, each decided by `work`.
-    public func run(ready: Gate, work: @escaping Work) async {
-        let stopping = StopFlag()
-        await withGracefulShutdownHandler {
-            await ready.wait()
-            let loop = WorkLoop(concurrency: configuration.concurrency, pollInterval: configuration.pollInterval,
-                                shutdownGrace: configuration.shutdownGrace, wake: wake, logger: logger)
-            await loop.run(until: stopping) { free in
-                try await self.next(upTo: free)
-            } process: { task in
-                await self.complete(task) { try await work(task) }
-                return .nothing  // its deliveries wake the delivery worker (the completer's hand-off), not this loop
-            }
-        } onGracefulShutdown: {
-            stopping.set()
-            self.wake.wake()
-            ready.open()  // a worker still waiting for the schema just exits
-        }
+    public var loop: WorkLoop {
+        WorkLoop(concurrency: configuration.concurrency, pollInterval: configuration.pollInterval,
+                 shutdownGrace: configuration.shutdownGrace, wake: wake, logger: logger)
     }
 
     /// The events ingest handed over first, then a claim for the rest when it is due.
-    func next(upTo free: Int) async throws -> [VerificationTask] {
+    public func next(upTo free: Int) async throws -> [VerificationTask] {
         let asked = wake.takeClaimRequest()
         return try await claims.after((handOffs?.take(upTo: free) ?? []).map(\.item), free: free, every: configuration.pollInterval,
                                       asked: asked) { room in
@@ -64,10 +46,17 @@ public final class VerificationQueue: Sendable {
         }
     }
 
-    /// Records what `work` decided for `task`: its outcome, or its next try.
-    func complete(_ task: VerificationTask, _ work: () async throws -> VerificationResult) async {
+    /// Records what the worker decided for `task` (a failure: a store read it needed failed):
+    /// its outcome, or its next try. Its deliveries wake the delivery worker (the completer's
+    /// hand-off), not this loop.
+    public func complete(_ task: VerificationTask, _ decided: Result<VerificationResult, any Error>) async -> WorkLeft {
+        await record(task, decided)
+        return .nothing
+    }
+
+    private func record(_ task: VerificationTask, _ decided: Result<VerificationResult, any Error>) async {
         do {
-            let result = try await work()
+            let result = try decided.get()
             if Task.isCancelled {
                 // Hard stop mid-request: give the item back for another worker.
                 await Task { try? await store.releaseVerification(task, owner: owner) }.value

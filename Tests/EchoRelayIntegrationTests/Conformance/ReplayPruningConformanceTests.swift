@@ -1,4 +1,5 @@
 import EchoRelayCore
+import EchoRelayServer
 import Foundation
 import TestSupport
 import Testing

@@ -1,5 +1,4 @@
 import EchoRelayCore
-import EchoRelayQueue
 import Logging
 import ServiceLifecycle
 
