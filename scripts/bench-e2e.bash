@@ -22,6 +22,9 @@
 #              machine CPU per event it bounds the end-to-end rate of any relay of these rows
 #   latency    E2E_LATENCY_RATE events/s (200) open loop: p50/p99 intended send → subscriber,
 #              after a warm-up at that rate (ECHORELAY_BENCH_WARMUP s, at least 3)
+#   onecore    the same, with serve and PostgreSQL (the postmaster and every backend, so the
+#              backends it starts later too) confined to the core the clients leave
+#              (`taskset`): a machine about half as fast, where fixed waits show
 #   steps      the offered rate from E2E_START_RATE (100) up by half each step until a step is
 #              not sustained (analyse.py says what that means), then once halfway back; at
 #              most E2E_MAX_STEPS (10)
@@ -348,6 +351,24 @@ e2e_settle() {
     progress "e2e: the other databases vacuumed; waited ${waited} s for autovacuum"
 }
 
+e2e_confine() {  # CPUS: serve's threads and every PostgreSQL process on these cores
+    local pid
+    taskset -a -p -c "$1" "${SERVE_PID[e2e]}" >/dev/null
+    if [[ -n "${PGPID:-}" ]]; then
+        for pid in "$PGPID" $(pgrep -P "$PGPID"); do taskset -p -c "$1" "$pid" >/dev/null 2>&1 || true; done
+    fi
+}
+
+e2e_one_core() {
+    local serve_core=$(( CLIENT_CPU == 0 ? 1 : 0 ))
+    e2e_confine "$serve_core"
+    e2e_step warmup "$E2E_LATENCY_RATE" "$(( WARMUP > 3 ? WARMUP : 3 ))" warm1 64
+    e2e_step onecore "$E2E_LATENCY_RATE" "$E2E_SECONDS" one 64
+    e2e_confine "0-$(( $(nproc) - 1 ))"
+    progress "e2e latency at $E2E_LATENCY_RATE events/s, serve and PostgreSQL on core $serve_core alone: p50 $(e2e_field p50_ms) ms, p99 $(e2e_field p99_ms) ms"
+    embedded || python3 Benchmarks/e2e/stage-latency.py "$OUT/e2e/one-pace.tsv" "$E2E_DB" $(e2e_logs) >"$OUT/e2e/onecore-stages.txt"
+}
+
 e2e_part() {
     mkdir -p "$OUT/e2e"
     : >"$OUT/e2e/figures.txt"
@@ -382,6 +403,7 @@ e2e_part() {
     e2e_skips latency || { e2e_step latency "$E2E_LATENCY_RATE" "$E2E_SECONDS" lat 64
     progress "e2e latency at $E2E_LATENCY_RATE events/s: p50 $(e2e_field p50_ms) ms, p99 $(e2e_field p99_ms) ms (pacer late p99 $(e2e_field pacer_late_p99_ms) ms)"
     embedded || python3 Benchmarks/e2e/stage-latency.py "$OUT/e2e/lat-pace.tsv" "$E2E_DB" $(e2e_logs) >"$OUT/e2e/latency-stages.txt"; }
+    e2e_skips onecore || e2e_one_core
     if [[ -n "$E2E_RATES" ]]; then
         e2e_fixed_steps
         return

@@ -65,7 +65,7 @@ ceiling = sum(ceilings) / len(ceilings) if ceilings else None
 sustained = num(first("sustained") or {}, "rate") or 0
 steps = every("step")
 best = next((s for s in steps if num(s, "rate") == sustained and s.get("sustained") == "yes"), None)
-latency, overload = first("latency"), first("overload")
+latency, onecore, overload = first("latency"), first("onecore"), first("overload")
 
 rows = []
 if lone:
@@ -81,6 +81,10 @@ if latency:
                  f"(to the second subscriber)",
                  f"{latency.get('p50_ms')} / **{latency.get('p99_ms')} ms** ({latency.get('both_p50_ms')} / "
                  f"{latency.get('both_p99_ms')} ms)", "p99 ≤ 30 ms"))
+if onecore:
+    rows.append((f"the same with serve and PostgreSQL on one core (taskset), p50 / p99 (to the second subscriber)",
+                 f"{onecore.get('p50_ms')} / **{onecore.get('p99_ms')} ms** ({onecore.get('both_p50_ms')} / "
+                 f"{onecore.get('both_p99_ms')} ms)", "p99 ≤ 30 ms"))
 if ceilings:
     rows.append(("light ingest ceiling, pgbench 32 clients (before / after the steps)",
                  " / ".join(fmt(c) for c in ceilings) + " tx/s", "—"))

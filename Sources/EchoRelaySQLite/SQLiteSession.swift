@@ -11,6 +11,16 @@ import Synchronization
 final class SQLiteSession: Sendable {
     private let gate = SerialGate()
     private let state: Mutex<(connection: SQLiteConnection, lock: FileLock)?>
+    /// The writers whose work sits in the open transaction, waiting for its commit.
+    private let sharing = Mutex<[CheckedContinuation<Result<Void, any Error>, Never>]>([])
+    /// The most writers one transaction takes before it commits however many wait.
+    static let writersPerCommit = 64
+    private let commitCount = Mutex(0)
+
+    /// The write transactions committed so far.
+    var commits: Int { commitCount.withLock { $0 } }
+    /// Operations waiting for their turn.
+    var waiting: Int { gate.waiting }
 
     init(connection: SQLiteConnection, lock: FileLock) {
         state = Mutex((connection, lock))
@@ -19,7 +29,7 @@ final class SQLiteSession: Sendable {
     /// Runs `body` alone on the connection, outside any transaction (one statement is its own
     /// transaction). SQLite errors come out as `StoreError`s; domain errors as they are.
     func read<T>(_ body: (SQLiteDB) async throws -> T) async throws -> T {
-        await gate.acquire()
+        await gate.acquire(writing: false)
         defer { gate.release() }
         guard let connection = state.withLock({ $0?.connection }) else {
             throw StoreError.unavailable("the embedded SQLite store is closed")
@@ -31,11 +41,65 @@ final class SQLiteSession: Sendable {
         }
     }
 
-    /// Runs `body` alone in one `BEGIN IMMEDIATE` … `COMMIT` transaction: it either happens
-    /// whole or not at all. IMMEDIATE takes the write lock at once, so a step that reads and
-    /// then writes never finds its snapshot stale.
+    /// Runs `body` alone in a `BEGIN IMMEDIATE` … `COMMIT` transaction: it either happens
+    /// whole or not at all, and returns only once committed. IMMEDIATE takes the write lock at
+    /// once, so a step that reads and then writes never finds its snapshot stale. Writers that
+    /// queue behind each other share one transaction, each in a savepoint of its own (so one
+    /// that fails is undone alone), and one commit: with `synchronous = FULL` a commit is a
+    /// sync of the log, so the ingests, outcomes, attempts and claims that arrive together pay
+    /// for one, and accepting events does not take the single writer's turns from delivering.
     func write<T>(_ body: (SQLiteDB) async throws -> T) async throws -> T {
-        try await read { db in try await db.transaction { try await body(db) } }
+        await gate.acquire(writing: true)
+        guard let connection = state.withLock({ $0?.connection }) else {
+            let waiting = sharing.withLock { writers in defer { writers = [] }; return writers }
+            gate.release()
+            for writer in waiting { writer.resume(returning: .failure(StoreError.unavailable("the embedded SQLite store is closed"))) }
+            throw StoreError.unavailable("the embedded SQLite store is closed")
+        }
+        let db = SQLiteDB(connection: connection, now: SQLiteTime.now())
+        let joined = sharing.withLock { !$0.isEmpty }
+        var result: Result<T, any Error>
+        do {
+            if !joined { try await db.run("BEGIN IMMEDIATE") }
+            try await db.run("SAVEPOINT writer")
+            do {
+                result = .success(try await body(db))
+            } catch {
+                result = .failure(error)
+            }
+            if case .failure = result { try await db.run("ROLLBACK TO writer") }
+            try await db.run("RELEASE writer")
+        } catch {
+            // The transaction itself failed (SQLite rolls back on some I/O errors): the work
+            // of every writer in it is gone.
+            _ = try? await db.run("ROLLBACK")
+            let waiting = sharing.withLock { writers in defer { writers = [] }; return writers }
+            gate.release()
+            let failure = StoreError.wrapSQLite(error)
+            for writer in waiting { writer.resume(returning: .failure(failure)) }
+            throw failure
+        }
+        let handsOn = sharing.withLock { $0.count } + 1 < Self.writersPerCommit && gate.nextIsWriting
+        let committed: Result<Void, any Error>
+        if handsOn {
+            // The next writer goes on in this transaction; its commit answers this one too.
+            committed = await withCheckedContinuation { continuation in
+                sharing.withLock { $0.append(continuation) }
+                gate.release()
+            }
+        } else {
+            committed = await Result { try await db.run("COMMIT") }.mapError { StoreError.wrapSQLite($0) }
+            if case .failure = committed { _ = try? await db.run("ROLLBACK") } else { commitCount.withLock { $0 += 1 } }
+            let waiting = sharing.withLock { writers in defer { writers = [] }; return writers }
+            gate.release()
+            for writer in waiting { writer.resume(returning: committed) }
+        }
+        try committed.get()
+        do {
+            return try result.get()
+        } catch {
+            throw StoreError.wrapSQLite(error)
+        }
     }
 
     /// Closes the connection, then releases the file lock: in that order, because closing
@@ -43,7 +107,7 @@ final class SQLiteSession: Sendable {
     /// A close that fails keeps both, so the connection is never dropped open (SQLiteNIO
     /// asserts on that) and the file is not released while SQLite may still hold it.
     func close() async throws {
-        await gate.acquire()
+        await gate.acquire(writing: false)
         defer { gate.release() }
         guard let (connection, lock) = state.withLock({ $0 }) else { return }
         do {
@@ -108,15 +172,20 @@ struct SQLiteDB {
 final class SerialGate: Sendable {
     private struct State {
         var held = false
-        var waiters: [CheckedContinuation<Void, Never>] = []
+        var waiters: [(continuation: CheckedContinuation<Void, Never>, writing: Bool)] = []
     }
     private let state = Mutex(State())
 
-    func acquire() async {
+    var waiting: Int { state.withLock { $0.waiters.count } }
+
+    /// Whether the next in line waits to write (`SQLiteSession.write`).
+    var nextIsWriting: Bool { state.withLock { $0.waiters.first?.writing ?? false } }
+
+    func acquire(writing: Bool) async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let granted = state.withLock { state in
                 if state.held {
-                    state.waiters.append(continuation)
+                    state.waiters.append((continuation, writing))
                     return false
                 }
                 state.held = true
@@ -133,7 +202,7 @@ final class SerialGate: Sendable {
                 state.held = false
                 return nil
             }
-            return state.waiters.removeFirst()
+            return state.waiters.removeFirst().continuation
         }
         next?.resume()
     }
