@@ -13,6 +13,10 @@ final class SQLiteSession: Sendable {
     private let state: Mutex<(connection: SQLiteConnection, lock: FileLock)?>
     /// The writers whose work sits in the open transaction, waiting for its commit.
     private let sharing = Mutex<[CheckedContinuation<Result<Void, any Error>, Never>]>([])
+    /// How many more writers the open transaction takes: those already waiting when it
+    /// began, as a group commit takes what queued during the previous one, so that a steady
+    /// stream of writers does not hold the first one's answer for ever.
+    private let joinable = Mutex(0)
     /// The most writers one transaction takes before it commits however many wait.
     static let writersPerCommit = 64
     private let commitCount = Mutex(0)
@@ -43,9 +47,9 @@ final class SQLiteSession: Sendable {
 
     /// Runs `body` alone in a `BEGIN IMMEDIATE` … `COMMIT` transaction: it either happens
     /// whole or not at all, and returns only once committed. IMMEDIATE takes the write lock at
-    /// once, so a step that reads and then writes never finds its snapshot stale. Writers that
-    /// queue behind each other share one transaction, each in a savepoint of its own (so one
-    /// that fails is undone alone), and one commit: with `synchronous = FULL` a commit is a
+    /// once, so a step that reads and then writes never finds its snapshot stale. The writers
+    /// waiting when a transaction begins share it, each in a savepoint of its own (so one that
+    /// fails is undone alone), and its commit: with `synchronous = FULL` a commit is a
     /// sync of the log, so the ingests, outcomes, attempts and claims that arrive together pay
     /// for one, and accepting events does not take the single writer's turns from delivering.
     func write<T>(_ body: (SQLiteDB) async throws -> T) async throws -> T {
@@ -58,6 +62,7 @@ final class SQLiteSession: Sendable {
         }
         let db = SQLiteDB(connection: connection, now: SQLiteTime.now())
         let joined = sharing.withLock { !$0.isEmpty }
+        if !joined { joinable.withLock { $0 = min(gate.waiting, Self.writersPerCommit - 1) } }
         var result: Result<T, any Error>
         do {
             if !joined { try await db.run("BEGIN IMMEDIATE") }
@@ -79,7 +84,11 @@ final class SQLiteSession: Sendable {
             for writer in waiting { writer.resume(returning: .failure(failure)) }
             throw failure
         }
-        let handsOn = sharing.withLock { $0.count } + 1 < Self.writersPerCommit && gate.nextIsWriting
+        let handsOn = gate.nextIsWriting && joinable.withLock { left in
+            guard left > 0 else { return false }
+            left -= 1
+            return true
+        }
         let committed: Result<Void, any Error>
         if handsOn {
             // The next writer goes on in this transaction; its commit answers this one too.
