@@ -45,7 +45,7 @@ public final class Completers: Service, CustomStringConvertible, Sendable {
         outcomes = GroupCommit(maximumBatch: maximumBatch, flushLimit: Self.workLimit,
                                flushed: { metrics.batchCommitted(.verification, size: $0) }, executor: executor) { take in
             let written = try await statements.writeVerificationFinishes(within: Self.workLimit, take: take)
-            deliveries?.handOff(written, first: false)
+            deliveries?.handOff(written, first: false, wakes: true)
             return written
         }
         attempts = GroupCommit(maximumBatch: maximumBatch, flushLimit: Self.workLimit, executor: executor) { take in
@@ -57,7 +57,8 @@ public final class Completers: Service, CustomStringConvertible, Sendable {
             }
             metrics.batchCommitted(.attempt, size: written.count)
             // Older than what waits in the inbox: the next of a queue whose head just ended.
-            deliveries?.handOff(written, first: true)
+            // No wake: each attempt's own task tells its loop what it left (`WorkLeft`).
+            deliveries?.handOff(written, first: true, wakes: false)
             var rest = written[...]
             return sizes.value.map { size in
                 defer { rest = rest.dropFirst(size) }
@@ -132,9 +133,10 @@ public struct HandOffTarget<Item: Sendable>: Sendable {
 }
 
 extension HandOffTarget<Int64> {
-    /// The deliveries `written` leased to this process, into the inbox; the worker is woken
-    /// for them, and to claim when a write left deliveries due that only a claim finds.
-    func handOff(_ written: [Result<FinishedWork, any Error>], first: Bool) {
+    /// The deliveries `written` leased to this process, into the inbox; with `wakes`, the
+    /// worker is woken for them, and to claim when a write left deliveries due that only a
+    /// claim finds.
+    func handOff(_ written: [Result<FinishedWork, any Error>], first: Bool, wakes: Bool) {
         var handed: [Int64] = []
         var madeWorkDue = false
         for case .success(let work) in written where work.kept {
@@ -142,6 +144,6 @@ extension HandOffTarget<Int64> {
             madeWorkDue = madeWorkDue || work.madeWorkDue
         }
         if !handed.isEmpty { inbox.add(handed, first: first) }
-        if madeWorkDue || !handed.isEmpty { wake.wake(claim: madeWorkDue) }
+        if wakes, madeWorkDue || !handed.isEmpty { wake.wake(claim: madeWorkDue) }
     }
 }

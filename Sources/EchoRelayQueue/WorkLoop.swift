@@ -16,6 +16,12 @@ public struct WorkLoop: Sendable {
     public let wake: WakeSignal
     public let logger: Logger
 
+    /// The loop a kind's settings describe.
+    public init(_ settings: some WorkLoopSettings, wake: WakeSignal, logger: Logger) {
+        self.init(concurrency: settings.concurrency, pollInterval: settings.pollInterval, shutdownGrace: settings.shutdownGrace,
+                  wake: wake, logger: logger)
+    }
+
     public init(concurrency: Int, pollInterval: Duration, shutdownGrace: Duration, wake: WakeSignal, logger: Logger) {
         self.concurrency = concurrency
         self.pollInterval = pollInterval
@@ -76,4 +82,14 @@ public struct WorkLoop: Sendable {
             }
         }
     }
+}
+
+/// What a kind's settings say of its loop.
+public protocol WorkLoopSettings: Sendable {
+    /// Items in flight at once.
+    var concurrency: Int { get }
+    /// The longest an idle loop waits before it looks again, in case a wake-up was lost.
+    var pollInterval: Duration { get }
+    /// At a graceful stop, how long items in flight may take before they are cancelled.
+    var shutdownGrace: Duration { get }
 }

@@ -68,8 +68,7 @@ public final class DeliveryQueue: WorkKind {
     }
 
     public var loop: WorkLoop {
-        WorkLoop(concurrency: configuration.concurrency, pollInterval: configuration.pollInterval,
-                 shutdownGrace: configuration.shutdownGrace, wake: wake, logger: logger)
+        WorkLoop(configuration, wake: wake, logger: logger)
     }
 
     public func next(upTo free: Int) async throws -> [Outgoing] {

@@ -1,5 +1,5 @@
 /// The delivery queue's settings (the delivery worker's configuration gives them).
-public struct DeliveryQueueConfiguration: Sendable {
+public struct DeliveryQueueConfiguration: WorkLoopSettings {
     /// How long a claimed or handed-off delivery stays with this process.
     public var lease: Duration = .seconds(60)
     /// A webhook's time limit: what a delivery sent from memory must finish within its lease.

@@ -33,8 +33,7 @@ public final class VerificationQueue: WorkKind {
     }
 
     public var loop: WorkLoop {
-        WorkLoop(concurrency: configuration.concurrency, pollInterval: configuration.pollInterval,
-                 shutdownGrace: configuration.shutdownGrace, wake: wake, logger: logger)
+        WorkLoop(configuration, wake: wake, logger: logger)
     }
 
     /// The events ingest handed over first, then a claim for the rest when it is due.
@@ -103,7 +102,7 @@ public final class VerificationQueue: WorkKind {
 }
 
 /// The verification queue's settings (the verify worker's configuration gives them).
-public struct VerificationQueueConfiguration: Sendable {
+public struct VerificationQueueConfiguration: WorkLoopSettings {
     public var lease: Duration = .seconds(60)
     public var pollInterval: Duration = .seconds(1)
     public var shutdownGrace: Duration = .seconds(10)
